@@ -133,6 +133,8 @@ static int log_dispatch(int level, int error, const char *const *fields, const c
 }
 
 static int log_formatv(int level, int error, const char *const *fields, const char *file, int line,
+                       const char *func, const char *format, va_list ap) _printf_(7, 0);
+static int log_formatv(int level, int error, const char *const *fields, const char *file, int line,
                        const char *func, const char *format, va_list ap) {
         char buf[2048];
         int saved = errno;

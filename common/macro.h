@@ -8,6 +8,7 @@
  * TAKE_PTR()/TAKE_FD() hand ownership to the caller explicitly.
  */
 
+#include <assert.h>
 #include <errno.h>
 #include <stdbool.h>
 #include <stddef.h>

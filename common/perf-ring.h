@@ -49,5 +49,8 @@ void perf_ring_done(PerfRing *ring);
 
 /* Bytes available to read since the last begin. */
 uint64_t perf_ring_begin(PerfRing *ring);
+/* 1 with the next record, 0 when none is left, -EBADMSG on a bad header,
+ * -ENOMEM. The record stays valid until the next call (a split record lives
+ * in the bounce buffer) and at most until perf_ring_end(). */
 int perf_ring_next(PerfRing *ring, const void **ret, size_t *ret_size);
 void perf_ring_end(PerfRing *ring);

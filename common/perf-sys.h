@@ -18,11 +18,11 @@ static inline int sys_perf_event_open(struct perf_event_attr *attr, pid_t pid, i
  * load it with acquire semantics and publish data_tail/aux_tail with release
  * semantics after they are done with the bytes (see the comment above
  * perf_output_put_handle() in kernel/events/ring_buffer.c). */
-static inline uint64_t ring_load_acquire(const volatile uint64_t *p) {
+static inline uint64_t ring_load_acquire(const volatile __u64 *p) {
         return __atomic_load_n(p, __ATOMIC_ACQUIRE);
 }
 
-static inline void ring_store_release(volatile uint64_t *p, uint64_t v) {
+static inline void ring_store_release(volatile __u64 *p, uint64_t v) {
         __atomic_store_n(p, v, __ATOMIC_RELEASE);
 }
 

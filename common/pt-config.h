@@ -28,7 +28,8 @@ typedef struct PtEventConfig {
         uint64_t config[4];
         bool exclude_user;
         bool exclude_kernel;
-        char *text; /* canonical form, for logs and bundles */
+        bool forced_pt; /* the user wrote pt=0; like perf we forced pt=1 (callers warn) */
+        char *text;     /* canonical form, for logs and bundles */
 } PtEventConfig;
 
 void pt_event_config_done(PtEventConfig *c);

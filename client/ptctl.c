@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * ptctl: talk to ptraced and work with bundles. Thin by design: global
+ * options, then dispatch to a verb (client/ptctl-*.c). Each verb parses its
+ * own options; --socket and --json are accepted before or after the verb.
+ */
+
+#include <getopt.h>
+
+#include "log.h"
+#include "ptctl.h"
+
+/* Each verb lives in its own client/ptctl-<verb>.c and is listed here. */
+static const Verb *const verbs[] = {
+        NULL,
+};
+
+static void help(void) {
+        printf("Usage: ptctl [OPTIONS...] VERB [ARGS...]\n"
+               "\n"
+               "Control the ptraced Intel PT flight recorder and decode its bundles.\n"
+               "\n"
+               "Verbs:\n");
+        for (const Verb *const *v = verbs; *v; v++)
+                printf("  %-10s %s\n", (*v)->name, (*v)->summary);
+        printf("\n"
+               "Options:\n"
+               "  -h --help            Show this help\n"
+               "     --version         Show version\n"
+               "     --socket PATH     Talk to the daemon at PATH (default %s)\n"
+               "     --json            Machine-readable output\n"
+               "\n"
+               "See ptctl(1) and 'ptctl VERB --help'.\n",
+               PTRACED_SOCKET_PATH);
+}
+
+int main(int argc, char **argv) {
+        _cleanup_free_ char *error = NULL;
+        const char *name;
+        int r;
+
+        log_set_ident("ptctl");
+        log_set_target(LOG_TARGET_STDERR);
+        log_open();
+
+        r = ptctl_take_global_options(&argc, argv, &error);
+        if (r < 0) {
+                log_error("%s", error);
+                return PTCTL_EXIT_USAGE;
+        }
+
+        if (argc < 2) {
+                help();
+                return PTCTL_EXIT_USAGE;
+        }
+        name = argv[1];
+        if (streq(name, "-h") || streq(name, "--help") || streq(name, "help")) {
+                help();
+                return 0;
+        }
+        if (streq(name, "--version")) {
+                printf("ptctl %s\n", PACKAGE_VERSION);
+                return 0;
+        }
+        if (name[0] == '-') {
+                log_error("unknown option '%s' before the verb; see 'ptctl --help'", name);
+                return PTCTL_EXIT_USAGE;
+        }
+
+        for (const Verb *const *v = verbs; *v; v++)
+                if (streq((*v)->name, name)) {
+                        /* Verbs see argv[0] = verb name, like getopt expects. */
+                        optind = 0;
+                        return (*v)->run(argc - 1, argv + 1);
+                }
+
+        log_error("unknown verb '%s'; see 'ptctl --help' for the valid verbs", name);
+        return PTCTL_EXIT_USAGE;
+}

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+#include "macro.h"
+
+/* Exit codes, documented in ptctl(1). */
+enum {
+        PTCTL_EXIT_OK = 0,
+        PTCTL_EXIT_FAILURE = 1,     /* the operation failed (daemon error, decode error with --strict) */
+        PTCTL_EXIT_USAGE = 2,       /* bad command line */
+        PTCTL_EXIT_NOT_RUNNING = 3, /* the daemon is not reachable */
+        PTCTL_EXIT_NO_MATCH = 4,    /* list/info: nothing matched */
+        PTCTL_EXIT_DENIED = 5,      /* permission denied (socket or bundle) */
+};
+
+typedef struct Verb {
+        const char *name;
+        const char *summary;
+        /* argv[0] is the verb name; global options are already removed. */
+        int (*run)(int argc, char **argv);
+} Verb;
+
+typedef struct PtctlGlobals {
+        const char *socket_path;
+        bool json;
+} PtctlGlobals;
+
+extern PtctlGlobals arg_globals;
+
+int ptctl_take_global_options(int *argc, char **argv, char **ret_error);

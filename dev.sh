@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# The project's entry point on a fresh Debian 12 machine (as root). Every
+# verb installs what it needs from Debian's archive, sets up its build
+# directory and builds; running it again does only what is left to do.
+#
+#   ./dev.sh demo     start ptraced, take a snapshot, decode it
+#   ./dev.sh test     the whole test suite (unit, integration, decode, system)
+#   ./dev.sh asan     unit + integration suites under ASan/UBSan
+#   ./dev.sh fuzz     every libFuzzer target for a bounded time (clang)
+#   ./dev.sh bench    benchmarks, writes BENCHMARKS.md
+#   ./dev.sh deps     only install the Debian packages
+set -euo pipefail
+
+cd "$(dirname "$(readlink -f "$0")")"
+top=$PWD
+
+# Debian packages, with what each is for.
+debs=(
+    meson ninja-build pkg-config gcc clang       # build
+    libsystemd-dev                               # sd-event, sd-bus, journal, sd_notify
+    libelf-dev libdw-dev                         # ELF, build-ids, symbols, source lines
+    libipt-dev                                   # Intel PT decode and encode
+    libzydis-dev                                 # x86 decoding and disassembly
+    libbpf-dev bpftool                           # BPF triggers
+    libzstd-dev zstd libarchive-dev              # bundles
+    libjson-c-dev                                # manifest, control protocol
+    libssl-dev                                   # SHA-256 of bundle members
+    scdoc                                        # man pages
+    libclang-rt-14-dev                           # libFuzzer and sanitizer runtimes for clang
+    linux-perf                                   # stock perf, the referee in tests
+    systemd                                      # systemd-analyze, systemd-socket-activate
+    binutils util-linux procps python3 file     # test tooling (nm, setpriv, ps)
+)
+
+say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
+
+install_deps() {
+    local missing=()
+    for p in "${debs[@]}"; do
+        dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" || missing+=("$p")
+    done
+    [ ${#missing[@]} -eq 0 ] && return 0
+    if [ "$(id -u)" -ne 0 ]; then
+        echo "missing Debian packages: ${missing[*]}" >&2
+        echo "run as root, or: apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    say "installing ${missing[*]}"
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update -qq
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+}
+
+# setup_build DIR [meson options...]: configure once, reconfigure when the
+# options changed, then build.
+setup_build() {
+    local dir=$1; shift
+    if [ ! -f "$dir/build.ninja" ]; then
+        say "meson setup $dir $*"
+        meson setup "$dir" "$@" >/dev/null
+    fi
+    say "building $dir"
+    ninja -C "$dir" >/dev/null || ninja -C "$dir"
+}
+
+jobs() { nproc 2>/dev/null || echo 2; }
+
+cmd_test() {
+    install_deps
+    setup_build build
+    say "running the test suites"
+    meson test -C build --print-errorlogs --num-processes "$(jobs)" "$@"
+}
+
+cmd_asan() {
+    install_deps
+    setup_build build-asan -Db_sanitize=address,undefined -Db_lundef=false
+    say "running unit and integration suites under ASan+UBSan"
+    ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+        meson test -C build-asan --print-errorlogs --num-processes "$(jobs)" --suite unit --suite integration "$@"
+}
+
+cmd_fuzz() {
+    install_deps
+    CC=clang setup_build build-fuzz -Dfuzzing=true -Db_lundef=false
+    say "running the fuzz targets (${PTRACED_FUZZ_SECONDS:-20}s each)"
+    PTRACED_FUZZ_SECONDS=${PTRACED_FUZZ_SECONDS:-20} \
+        meson test -C build-fuzz --print-errorlogs --num-processes "$(jobs)" --suite fuzz "$@"
+}
+
+cmd_bench() {
+    install_deps
+    setup_build build-bench --buildtype=release
+    exec "$top/tests/bench/run-all" "$top/build-bench" "$@"
+}
+
+cmd_demo() {
+    install_deps
+    setup_build build
+    exec "$top/tests/demo.sh" "$top/build"
+}
+
+verb=${1:-}
+[ $# -gt 0 ] && shift
+case "$verb" in
+    demo) cmd_demo "$@" ;;
+    test) cmd_test "$@" ;;
+    asan) cmd_asan "$@" ;;
+    fuzz) cmd_fuzz "$@" ;;
+    bench) cmd_bench "$@" ;;
+    deps) install_deps ;;
+    *) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+esac

@@ -13,6 +13,8 @@
 
 /* Each verb lives in its own client/ptctl-<verb>.c and is listed here. */
 static const Verb *const verbs[] = {
+        &verb_list,
+        &verb_info,
         NULL,
 };
 

@@ -27,4 +27,8 @@ typedef struct PtctlGlobals {
 
 extern PtctlGlobals arg_globals;
 
+/* The verbs, one per client/ptctl-<verb>.c. */
+extern const Verb verb_list;
+extern const Verb verb_info;
+
 int ptctl_take_global_options(int *argc, char **argv, char **ret_error);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <fcntl.h>
+#include <ftw.h>
 #include <sys/stat.h>
 
 #include "fileio.h"
@@ -151,5 +152,17 @@ int path_split(const char *path, char **ret_dir, char **ret_base) {
                 *ret_dir = TAKE_PTR(d);
         if (ret_base)
                 *ret_base = TAKE_PTR(b);
+        return 0;
+}
+
+static int rm_one(const char *path, const struct stat *st, int type, struct FTW *ftw) {
+        if (type == FTW_DP)
+                return rmdir(path) < 0 ? -1 : 0;
+        return unlink(path) < 0 ? -1 : 0;
+}
+
+int rm_rf(const char *path) {
+        if (nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS) < 0)
+                return errno == ENOENT ? 0 : negative_errno();
         return 0;
 }

@@ -20,5 +20,8 @@ int loop_read_exact(int fd, void *buf, size_t n);
 int write_string_file(const char *path, const char *s);
 /* Create a directory and its parents with the given mode; EEXIST is fine. */
 int mkdir_p(const char *path, mode_t mode);
+/* Remove a directory tree (or a file), not following symlinks. A missing
+ * path is not an error. */
+int rm_rf(const char *path);
 /* "/a/b/c" -> "/a/b" and "c"; returns new strings. */
 int path_split(const char *path, char **ret_dir, char **ret_base);

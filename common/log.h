@@ -69,5 +69,9 @@ int log_struct_internal(int level, int error, const char *const *fields, const c
 #define log_struct(level, error, fields, ...)                                                               \
         log_struct_internal(level, error, fields, __FILE__, __LINE__, __func__, __VA_ARGS__)
 
+/* An errno value made up by the caller rather than returned by a call;
+ * kept distinct so greps find where errors originate. */
+#define SYNTHETIC_ERRNO(e) (e)
+
 /* Out of memory: the one message every allocation failure path shares. */
 #define log_oom() log_error_errno(ENOMEM, "Out of memory.")

@@ -31,22 +31,28 @@
 
 #define ELEMENTSOF(x) (sizeof(x) / sizeof((x)[0]))
 
-#ifndef MIN
-#define MIN(a, b)                                                                                           \
+/* MIN/MAX evaluate each argument once; __COUNTER__ gives each expansion its
+ * own temporaries so that nesting them does not shadow. */
+#define PTD_XCONCAT(a, b) a##b
+#define PTD_CONCAT(a, b) PTD_XCONCAT(a, b)
+#define PTD_UNIQ(x, u) PTD_CONCAT(_ptd_uniq_##x, u)
+
+#define PTD_MIN(u, a, b)                                                                                    \
         ({                                                                                                  \
-                __typeof__(a) _a = (a);                                                                     \
-                __typeof__(b) _b = (b);                                                                     \
-                _a < _b ? _a : _b;                                                                          \
+                __typeof__(a) PTD_UNIQ(A, u) = (a);                                                         \
+                __typeof__(b) PTD_UNIQ(B, u) = (b);                                                         \
+                PTD_UNIQ(A, u) < PTD_UNIQ(B, u) ? PTD_UNIQ(A, u) : PTD_UNIQ(B, u);                          \
         })
-#endif
-#ifndef MAX
-#define MAX(a, b)                                                                                           \
+#define PTD_MAX(u, a, b)                                                                                    \
         ({                                                                                                  \
-                __typeof__(a) _a = (a);                                                                     \
-                __typeof__(b) _b = (b);                                                                     \
-                _a > _b ? _a : _b;                                                                          \
+                __typeof__(a) PTD_UNIQ(A, u) = (a);                                                         \
+                __typeof__(b) PTD_UNIQ(B, u) = (b);                                                         \
+                PTD_UNIQ(A, u) > PTD_UNIQ(B, u) ? PTD_UNIQ(A, u) : PTD_UNIQ(B, u);                          \
         })
-#endif
+#undef MIN
+#undef MAX
+#define MIN(a, b) PTD_MIN(__COUNTER__, a, b)
+#define MAX(a, b) PTD_MAX(__COUNTER__, a, b)
 
 #define ALIGN_TO(x, a) (((x) + (a)-1) & ~((__typeof__(x))(a)-1))
 #define IS_POWER_OF_TWO(x) ((x) != 0 && (((x) & ((x)-1)) == 0))

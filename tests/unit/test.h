@@ -62,16 +62,16 @@ static inline _noreturn_ _printf_(1, 2) void test_skip(const char *fmt, ...) {
 
 #define ASSERT_EQ(a, b)                                                                                     \
         do {                                                                                                \
-                long long _a = (long long) (a), _b = (long long) (b);                                       \
-                if (_a != _b)                                                                               \
-                        test_fail("%s == %s failed: %lld != %lld", #a, #b, _a, _b);                         \
+                long long _ta = (long long) (a), _tb = (long long) (b);                                     \
+                if (_ta != _tb)                                                                             \
+                        test_fail("%s == %s failed: %lld != %lld", #a, #b, _ta, _tb);                       \
         } while (0)
 
 #define ASSERT_EQ_U64(a, b)                                                                                 \
         do {                                                                                                \
-                unsigned long long _a = (unsigned long long) (a), _b = (unsigned long long) (b);            \
-                if (_a != _b)                                                                               \
-                        test_fail("%s == %s failed: 0x%llx != 0x%llx", #a, #b, _a, _b);                     \
+                unsigned long long _ta = (unsigned long long) (a), _tb = (unsigned long long) (b);          \
+                if (_ta != _tb)                                                                             \
+                        test_fail("%s == %s failed: 0x%llx != 0x%llx", #a, #b, _ta, _tb);                   \
         } while (0)
 
 #define ASSERT_STREQ(a, b)                                                                                  \

@@ -1,0 +1,119 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ptctl list and ptctl info on a directory of bundles, without a daemon:
+# columns and states, filters, -n, --json, exit codes, ID prefixes,
+# escaping of hostile strings, and bundles the caller may not read.
+set -euo pipefail
+ptctl=$1 make=$2
+export TZ=UTC
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+dir=$tmp/bundles
+mkdir "$dir"
+fail() { echo "FAIL: $*" >&2; exit 1; }
+run() { # run CODE CMD...: exit code must be CODE; output in $out
+    local code=$1 rc=0; shift
+    out=$("$@" 2>&1) || rc=$?
+    [ "$rc" -eq "$code" ] || fail "'$*' exited $rc, expected $code: $out"
+}
+has() { grep -qF -- "$1" <<<"$out" || fail "expected '$1' in: $out"; }
+hasnt() { ! grep -qF -- "$1" <<<"$out" || fail "did not expect '$1' in: $out"; }
+
+"$make" "$dir" > "$tmp/ids"
+ida=$(awk '$1 == "a.tar" { print $2 }' "$tmp/ids")
+
+# The table: every bundle, oldest first, one state each.
+run 0 "$ptctl" list --directory "$dir"
+echo "$out"
+has "TIME"
+has "LOOKBACK"
+[ "$(grep -c '^2024-05-01' <<<"$out")" -eq 5 ] || fail "expected 5 rows"
+grep -q "^2024-05-01 10:00:00 ${ida:0:12} latency .* present" <<<"$out" || fail "row a: $out"
+grep -q "crash .* truncated" <<<"$out" || fail "row b"
+grep -q "manual .* 1/2 .* incomplete" <<<"$out" || fail "row c"
+grep -q "^[0-9-]* [0-9:]* -  .* incomplete" <<<"$out" || fail "row d (damaged)"
+[ "$(head -2 <<<"$out" | tail -1 | cut -c1-19)" = "2024-05-01 10:00:00" ] || fail "oldest first"
+# Hostile strings are escaped, never sent to the terminal raw.
+has 'evil\x1b[31mred\x07'
+! grep -q $'\x1b' <<<"$out" || fail "escape character reached the terminal"
+
+# Filters and -n.
+run 0 "$ptctl" list --directory "$dir" -n 2
+[ "$(grep -c '^2024' <<<"$out")" -eq 2 ] || fail "-n 2: $out"
+has "evil"
+run 0 "$ptctl" list --directory "$dir" --reason crash
+[ "$(grep -c '^2024' <<<"$out")" -eq 1 ] || fail "--reason crash: $out"
+run 0 "$ptctl" list --directory "$dir" --reason 'ev*'
+has "evil"
+run 0 "$ptctl" list --directory "$dir" --since "2024-05-01 11:30" --until "2024-05-01 12:30"
+[ "$(grep -c '^2024' <<<"$out")" -eq 1 ] || fail "--since/--until: $out"
+has "manual"
+run 4 "$ptctl" list --directory "$dir" --reason nothing-like-this
+has "No bundles found"
+run 4 "$ptctl" list --directory "$dir" --since now
+run 4 "$ptctl" list --directory "$tmp/nonexistent"
+run 2 "$ptctl" list --directory "$dir" --since "not a time"
+has "invalid time"
+run 2 "$ptctl" list --directory "$dir" -n 0
+
+# JSON: an array with one object per bundle.
+run 0 "$ptctl" list --directory "$dir" --json
+python3 -c '
+import json, sys
+rows = json.loads(sys.stdin.read())
+assert len(rows) == 5, rows
+states = sorted(r["state"] for r in rows)
+assert states == ["incomplete", "incomplete", "present", "present", "truncated"], states
+damaged = [r for r in rows if r["id"] is None][0]
+assert "error" in damaged and damaged["path"].endswith("d.tar"), damaged
+assert rows[0]["lookback_ns"] == 12500000 and rows[0]["cpus"] == 2
+' <<<"$out" || fail "list --json: $out"
+run 4 "$ptctl" --json list --directory "$dir" --reason nothing
+[ "$out" = "[]" ] || fail "empty json: $out"
+
+# info: by path, by file name, by ID prefix; human and JSON.
+run 0 "$ptctl" info "$dir/a.tar"
+echo "$out"
+has "ID: $ida"
+has "State: present"
+has "Trigger: latency (source varlink)"
+has "no kernel image: /proc/kcore does not exist"
+has "Window:"
+run 0 "$ptctl" info --directory "$dir" a
+has "ID: $ida"
+run 0 "$ptctl" info --directory "$dir" "${ida:0:8}" --verify
+has "Verified: all 2 members"
+run 0 "$ptctl" info --directory "$dir" c.tar
+has "mmap of the AUX area failed"
+has "State: incomplete"
+run 0 "$ptctl" info --json "$dir/b.tar"
+python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+assert o["state"] == "truncated", o["state"]
+assert o["manifest"]["trigger"]["reason"] == "crash"
+assert o["manifest"]["format_version"] == 1
+' <<<"$out" || fail "info --json: $out"
+run 1 "$ptctl" info "$dir/d.tar"
+has "truncated"
+run 4 "$ptctl" info --directory "$dir" ffffffffffff
+run 4 "$ptctl" info --directory "$dir" nosuchbundle
+run 2 "$ptctl" info
+run 0 "$ptctl" info --directory "$dir" e.tar
+! grep -q $'\x1b' <<<"$out" || fail "escape character reached the terminal (info)"
+
+# Permissions: a user who may not read bundles sees them as inaccessible.
+if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
+    chmod 755 "$tmp" "$dir"
+    as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
+    run 0 "${as_nobody[@]}" "$ptctl" list --directory "$dir"
+    [ "$(grep -c 'inaccessible' <<<"$out")" -eq 5 ] || fail "as nobody: $out"
+    run 5 "${as_nobody[@]}" "$ptctl" info "$dir/a.tar"
+    has "Permission denied"
+    chmod 700 "$dir"
+    run 5 "${as_nobody[@]}" "$ptctl" list --directory "$dir"
+else
+    echo "not root or no setpriv: permission checks not run"
+fi
+echo "ok"

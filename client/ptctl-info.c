@@ -13,9 +13,11 @@
 #include <json-c/json.h>
 #include <sys/stat.h>
 
+#include "decode-input-perf.h"
 #include "log.h"
 #include "parse-util.h"
 #include "ptctl-bundles.h"
+#include "ptctl-perf.h"
 #include "ptctl.h"
 
 #define ID_PREFIX_MIN 4
@@ -40,17 +42,21 @@ static void help(void) {
                ID_PREFIX_MIN, PTRACED_BUNDLE_DIR);
 }
 
+enum { ARG_VERIFY = 0x100 };
+
+/* Also exposed through verb_info, so ptctl(1) can be checked against it. */
+static const struct option info_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "directory", required_argument, NULL, 'D' },
+        { "verify", no_argument, NULL, ARG_VERIFY },
+        {},
+};
+#define INFO_SHORT_OPTIONS "hD:"
+
 static int parse_args(int argc, char **argv, InfoArgs *a) {
-        enum { ARG_VERIFY = 0x100 };
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "directory", required_argument, NULL, 'D' },
-                { "verify", no_argument, NULL, ARG_VERIFY },
-                {},
-        };
         int c;
 
-        while ((c = getopt_long(argc, argv, "hD:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, INFO_SHORT_OPTIONS, info_options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -354,6 +360,9 @@ static int verb_info_run(int argc, char **argv) {
         r = parse_args(argc, argv, &a);
         if (r <= 0)
                 return r < 0 ? PTCTL_EXIT_USAGE : PTCTL_EXIT_OK;
+        /* perf recordings: ptctl-info-perf.c */
+        if (decode_input_is_perf_data(a.target))
+                return ptctl_info_perf(a.target, arg_globals.json);
         ex = resolve(&a, &path);
         if (ex != PTCTL_EXIT_OK)
                 return ex;
@@ -392,4 +401,6 @@ const Verb verb_info = {
         .name = "info",
         .summary = "Show what a bundle holds (no daemon needed)",
         .run = verb_info_run,
+        .options = info_options,
+        .short_options = INFO_SHORT_OPTIONS,
 };

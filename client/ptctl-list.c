@@ -46,19 +46,22 @@ static void help(void) {
                PTRACED_BUNDLE_DIR);
 }
 
+/* Also exposed through verb_list, so ptctl(1) can be checked against it. */
+static const struct option list_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        { "directory", required_argument, NULL, 'D' },
+        { "since", required_argument, NULL, 'S' },
+        { "until", required_argument, NULL, 'U' },
+        { "reason", required_argument, NULL, 'r' },
+        {},
+};
+#define LIST_SHORT_OPTIONS "hD:n:S:U:r:"
+
 static int parse_args(int argc, char **argv, ListArgs *a) {
-        static const struct option options[] = {
-                { "help", no_argument, NULL, 'h' },
-                { "directory", required_argument, NULL, 'D' },
-                { "since", required_argument, NULL, 'S' },
-                { "until", required_argument, NULL, 'U' },
-                { "reason", required_argument, NULL, 'r' },
-                {},
-        };
         usec_t now = now_usec(CLOCK_REALTIME);
         int c;
 
-        while ((c = getopt_long(argc, argv, "hD:n:S:U:r:", options, NULL)) >= 0)
+        while ((c = getopt_long(argc, argv, LIST_SHORT_OPTIONS, list_options, NULL)) >= 0)
                 switch (c) {
                 case 'h':
                         help();
@@ -247,4 +250,6 @@ const Verb verb_list = {
         .name = "list",
         .summary = "List bundles (no daemon needed)",
         .run = verb_list_run,
+        .options = list_options,
+        .short_options = LIST_SHORT_OPTIONS,
 };

@@ -15,6 +15,8 @@
 static const Verb *const verbs[] = {
         &verb_list,
         &verb_info,
+        &verb_decode,
+        &verb_export,
         NULL,
 };
 

@@ -13,11 +13,18 @@ enum {
         PTCTL_EXIT_DENIED = 5,      /* permission denied (socket or bundle) */
 };
 
+struct option;
+
 typedef struct Verb {
         const char *name;
         const char *summary;
         /* argv[0] is the verb name; global options are already removed. */
         int (*run)(int argc, char **argv);
+        /* The verb's getopt_long() tables, the very ones run() parses with:
+         * test-man-documented checks each option is in ptctl(1) under
+         * "## <verb>". */
+        const struct option *options;
+        const char *short_options;
 } Verb;
 
 typedef struct PtctlGlobals {
@@ -30,5 +37,7 @@ extern PtctlGlobals arg_globals;
 /* The verbs, one per client/ptctl-<verb>.c. */
 extern const Verb verb_list;
 extern const Verb verb_info;
+extern const Verb verb_decode;
+extern const Verb verb_export;
 
 int ptctl_take_global_options(int *argc, char **argv, char **ret_error);

@@ -552,3 +552,11 @@ int perf_record_stream_next(PerfRecordStream *s, const void **ret, size_t *ret_s
         s->offset += h.size;
         return 1;
 }
+
+void perf_sample_id_parse(const void *p, uint64_t sample_type, PerfSampleId *ret) {
+        parse_sample_id(p, sample_type, ret);
+}
+
+int perf_sample_id_append(Buffer *b, const PerfSampleId *sid) {
+        return append_sample_id(b, sid);
+}

@@ -124,6 +124,11 @@ typedef struct PerfRecord {
 
 /* Bytes a sample_id trailer takes for this sample_type. */
 size_t perf_sample_id_size(uint64_t sample_type);
+/* The trailer alone: read perf_sample_id_size(sample_type) bytes at p, or
+ * append one laid out for sid->sample_type (for re-encoding records
+ * between event sample_types, as the perf.data reader does). */
+void perf_sample_id_parse(const void *p, uint64_t sample_type, PerfSampleId *ret);
+int perf_sample_id_append(Buffer *b, const PerfSampleId *sid);
 
 /* Parse one record of `size` bytes (the header's size must equal it). The
  * returned pointers (strings, bytes) point into buf. sample_id_all tells

@@ -1,0 +1,482 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The stateful text formats.
+ *
+ * calls: one line per call, return, trace start/stop, interrupt, event and
+ * error, indented by call depth, per thread. Depth is kept per (CPU,
+ * thread) in the default CPU-by-CPU order (a thread's history on another
+ * CPU comes later in the output and must not disturb this one's) and per
+ * thread with --sort=time.
+ *
+ * folded: call stacks as "comm;outer;inner weight" lines for
+ * flamegraph.pl and speedscope, weighted by instructions (each record
+ * carries the instructions retired since the previous one) or by time.
+ * Stacks are reconstructed from calls and returns; what ran before the
+ * first call we see hangs below the function we first find the thread in.
+ */
+
+#include <inttypes.h>
+
+#include "decode-format.h"
+
+#define MAX_INDENT 64
+#define MAX_STACK 1024
+
+typedef struct CallThread {
+        int depth;
+} CallThread;
+
+typedef struct CallsState {
+        U64Map threads; /* key -> CallThread* */
+} CallsState;
+
+static uint64_t thread_key(const Decoder *d, uint32_t cpu, int32_t tid) {
+        if (d->opts.sort_time)
+                return (uint32_t) tid;
+        return (uint64_t) cpu << 32 | (uint32_t) tid;
+}
+
+static int calls_begin(Decoder *d, void **ret) {
+        CallsState *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static void calls_free(void *p) {
+        CallsState *s = p;
+        void *v;
+
+        if (!s)
+                return;
+        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);)
+                free(v);
+        u64map_done(&s->threads);
+        free(s);
+}
+
+static CallThread *calls_thread(CallsState *s, uint64_t key) {
+        CallThread *t = u64map_get(&s->threads, key);
+
+        if (t)
+                return t;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        if (u64map_put(&s->threads, key, t) < 0) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+static int put_prefix(Decoder *d, const DecodeSegmentResult *seg, const DecodeRecord *r, int depth, Buffer *b) {
+        const char *comm = decoder_comm(d, r);
+
+        if (decode_put_reltime(d, r, b) < 0)
+                return -ENOMEM;
+        if (buf_printf(b, " [%03" PRIu32 "] %s/%" PRIi32 " ", seg->cpu, comm ?: "?", r->tid) < 0)
+                return -ENOMEM;
+        if (depth > MAX_INDENT) {
+                if (buf_printf(b, "[%d]", depth) < 0)
+                        return -ENOMEM;
+                depth = MAX_INDENT;
+        }
+        for (int i = 0; i < depth; i++)
+                if (buf_puts(b, "  ") < 0)
+                        return -ENOMEM;
+        return 0;
+}
+
+/* "name" for a function entry, "name+0xoff" elsewhere. */
+static int put_func(Decoder *d, const DecodeView *v, uint64_t addr, Buffer *b) {
+        const DecodeSymbol *s;
+
+        if (addr == 0)
+                return buf_putc(b, '?');
+        s = decode_sym(d, d->consumer, v, addr);
+        if (!s || !s->name)
+                return buf_printf(b, "0x%" PRIx64, addr);
+        if (s->offset == 0)
+                return buf_puts(b, s->name);
+        return buf_printf(b, "%s+0x%" PRIx64, s->name, s->offset);
+}
+
+static int put_dso_change(Decoder *d, const DecodeRecord *r, Buffer *b) {
+        const DecodeSymbol *from = r->from ? decode_sym(d, d->consumer, r->view, r->from) : NULL;
+        const DecodeSymbol *to = decode_sym(d, d->consumer, r->view, r->to);
+
+        if (to && to->dso && (!from || !from->dso || !streq(from->dso, to->dso)))
+                return buf_printf(b, " (%s)", to->dso);
+        return 0;
+}
+
+static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
+                         Buffer *b) {
+        CallsState *s = state;
+        CallThread *t = calls_thread(s, thread_key(d, seg->cpu, r->tid));
+
+        if (!t)
+                return -ENOMEM;
+        switch (r->type) {
+        case DECODE_RECORD_BRANCH: {
+                DecodeBranchKind k = r->kind;
+
+                if (decode_branch_kind_is_call(k)) {
+                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
+                            put_func(d, r->view, r->to, b) < 0)
+                                return -ENOMEM;
+                        if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
+                            buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
+                                return -ENOMEM;
+                        if (put_dso_change(d, r, b) < 0)
+                                return -ENOMEM;
+                        t->depth = MIN(t->depth + 1, MAX_STACK);
+                } else if (decode_branch_kind_is_return(k)) {
+                        if (t->depth > 0)
+                                t->depth--;
+                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
+                            put_func(d, r->view, r->from, b) < 0)
+                                return -ENOMEM;
+                        if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
+                                return -ENOMEM;
+                } else if (k == DECODE_BRANCH_TR_START) {
+                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace start] ") < 0 ||
+                            put_func(d, r->view, r->to, b) < 0)
+                                return -ENOMEM;
+                } else if (k == DECODE_BRANCH_TR_END) {
+                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace stop] ") < 0 ||
+                            put_func(d, r->view, r->from, b) < 0)
+                                return -ENOMEM;
+                } else if (k == DECODE_BRANCH_OVF) {
+                        /* Calls and returns were lost: depth is unknown now. */
+                        t->depth = 0;
+                        if (put_prefix(d, seg, r, 0, b) < 0 || buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
+                            put_func(d, r->view, r->to, b) < 0)
+                                return -ENOMEM;
+                } else
+                        return 0; /* jumps are not calls */
+                return buf_putc(b, '\n');
+        }
+        case DECODE_RECORD_EVENT:
+                if (r->kind == DECODE_EVENT_PSB)
+                        return 0; /* packet-level detail; see --format=branches --events */
+                if (put_prefix(d, seg, r, t->depth, b) < 0 ||
+                    buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
+                    decode_put_event_payload(r, b) < 0)
+                        return -ENOMEM;
+                return buf_puts(b, "]\n");
+        case DECODE_RECORD_ERROR:
+                t->depth = 0;
+                if (put_prefix(d, seg, r, 0, b) < 0)
+                        return -ENOMEM;
+                return buf_printf(b, "[error at offset 0x%" PRIx64 ": %s]\n", r->payload,
+                                  strna(decode_record_string(seg, r)));
+        default:
+                return 0;
+        }
+}
+
+const DecodeFormatter decode_format_calls = {
+        .format = DECODE_FORMAT_CALLS,
+        .records = true,
+        .begin = calls_begin,
+        .consume = calls_consume,
+        .free_state = calls_free,
+};
+
+/* ------------------------------------------------------------------ */
+
+typedef struct FoldNode {
+        const char *name;
+        struct FoldNode *parent;
+        U64Map children; /* name pointer -> FoldNode* */
+        uint64_t weight;
+        unsigned depth;
+} FoldNode;
+
+typedef struct FoldThread {
+        FoldNode *cur;
+        FoldNode *root;
+} FoldThread;
+
+typedef struct FoldState {
+        StrPool names;
+        U64Map roots;   /* comm pointer -> FoldNode* */
+        U64Map threads; /* key -> FoldThread* */
+        FoldNode **all;
+        size_t n_all;
+        /* Per CPU: the thread whose code the instructions after the last
+         * record belong to, and that record's time. */
+        U64Map last_thread; /* cpu -> FoldThread* */
+        U64Map last_tsc;    /* cpu -> tsc + 1 */
+} FoldState;
+
+static int fold_begin(Decoder *d, void **ret) {
+        FoldState *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static void fold_free(void *p) {
+        FoldState *s = p;
+        void *v;
+
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_all; i++) {
+                u64map_done(&s->all[i]->children);
+                free(s->all[i]);
+        }
+        free(s->all);
+        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);)
+                free(v);
+        u64map_done(&s->threads);
+        u64map_done(&s->roots);
+        u64map_done(&s->last_thread);
+        u64map_done(&s->last_tsc);
+        strpool_done(&s->names);
+        free(s);
+}
+
+static FoldNode *fold_node(FoldState *s, FoldNode *parent, const char *name) {
+        FoldNode *n, **l;
+
+        if (parent) {
+                n = u64map_get(&parent->children, (uint64_t) (uintptr_t) name);
+                if (n)
+                        return n;
+        }
+        l = reallocarray(s->all, s->n_all + 1, sizeof(FoldNode *));
+        if (!l)
+                return NULL;
+        s->all = l;
+        n = calloc(1, sizeof(*n));
+        if (!n)
+                return NULL;
+        s->all[s->n_all++] = n;
+        n->name = name;
+        n->parent = parent;
+        n->depth = parent ? parent->depth + 1 : 0;
+        if (parent && u64map_put(&parent->children, (uint64_t) (uintptr_t) name, n) < 0)
+                return NULL;
+        return n;
+}
+
+static const char *frame_name(Decoder *d, FoldState *s, const DecodeView *v, uint64_t addr) {
+        const DecodeSymbol *sym = addr ? decode_sym(d, d->consumer, v, addr) : NULL;
+        const char *n;
+
+        if (sym && sym->name)
+                n = sym->name;
+        else if (sym && sym->dso)
+                n = sym->dso;
+        else
+                n = "[unknown]";
+        /* Frame names must not contain the separator. */
+        if (strchr(n, ';')) {
+                _cleanup_free_ char *c = strdup(n);
+                if (!c)
+                        return NULL;
+                for (char *p = c; *p; p++)
+                        if (*p == ';')
+                                *p = ':';
+                return strpool_intern(&s->names, c, strlen(c));
+        }
+        return strpool_intern(&s->names, n, strlen(n));
+}
+
+static FoldThread *fold_thread(Decoder *d, FoldState *s, const DecodeSegmentResult *seg, const DecodeRecord *r) {
+        uint64_t key = thread_key(d, seg->cpu, r->tid);
+        FoldThread *t = u64map_get(&s->threads, key);
+        const char *comm;
+        FoldNode *root;
+
+        if (t)
+                return t;
+        comm = decoder_comm(d, r);
+        if (!comm)
+                comm = r->tid == DECODE_PID_UNKNOWN ? "[unknown]" : "[tid]";
+        comm = strpool_intern(&s->names, comm, strlen(comm));
+        if (!comm)
+                return NULL;
+        root = u64map_get(&s->roots, (uint64_t) (uintptr_t) comm);
+        if (!root) {
+                root = fold_node(s, NULL, comm);
+                if (!root || u64map_put(&s->roots, (uint64_t) (uintptr_t) comm, root) < 0)
+                        return NULL;
+        }
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        t->root = t->cur = root;
+        if (u64map_put(&s->threads, key, t) < 0) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+static int fold_push(Decoder *d, FoldState *s, FoldThread *t, const DecodeView *v, uint64_t addr) {
+        const char *name = frame_name(d, s, v, addr);
+        FoldNode *n;
+
+        if (!name)
+                return -ENOMEM;
+        if (t->cur->depth >= MAX_STACK)
+                return 0;
+        n = fold_node(s, t->cur, name);
+        if (!n)
+                return -ENOMEM;
+        t->cur = n;
+        return 0;
+}
+
+static uint64_t fold_weight(Decoder *d, FoldState *s, uint32_t cpu, const DecodeRecord *r) {
+        uint64_t prev, ns = 0;
+
+        if (d->opts.weight == DECODE_WEIGHT_INSN)
+                return r->ninsn;
+        if (!(r->flags & DECODE_RECORD_HAS_TIME))
+                return 0;
+        prev = (uint64_t) (uintptr_t) u64map_get(&s->last_tsc, cpu);
+        (void) u64map_put(&s->last_tsc, cpu, (void *) (uintptr_t) (r->tsc + 1));
+        if (prev == 0 || r->tsc + 1 <= prev)
+                return 0;
+        if (decode_clock_ticks_to_ns(&d->clock, r->tsc + 1 - prev, &ns) < 0)
+                ns = r->tsc + 1 - prev;
+        return ns;
+}
+
+static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
+                        Buffer *b) {
+        FoldState *s = state;
+        FoldThread *t;
+        uint64_t w;
+        int k;
+
+        if (r->type == DECODE_RECORD_BLOCK || (r->type == DECODE_RECORD_EVENT))
+                return 0;
+        t = fold_thread(d, s, seg, r);
+        if (!t)
+                return -ENOMEM;
+        (void) u64map_put(&s->last_thread, seg->cpu, t);
+
+        /* The code before this record ran in the function we were in; if
+         * we do not know it yet, the record's own address tells. */
+        if (t->cur == t->root && r->type == DECODE_RECORD_BRANCH && r->from != 0) {
+                k = fold_push(d, s, t, r->view, r->from);
+                if (k < 0)
+                        return k;
+        }
+        w = fold_weight(d, s, seg->cpu, r);
+        t->cur->weight += w;
+
+        if (r->type == DECODE_RECORD_ERROR) {
+                t->cur = t->root;
+                return 0;
+        }
+        if (decode_branch_kind_is_call(r->kind))
+                return fold_push(d, s, t, r->view, r->to);
+        if (decode_branch_kind_is_return(r->kind)) {
+                if (t->cur->parent && t->cur->parent != t->root) {
+                        t->cur = t->cur->parent;
+                        return 0;
+                }
+                /* Returned past what we saw: the caller becomes the base. */
+                t->cur = t->root;
+                return fold_push(d, s, t, r->view, r->to);
+        }
+        if (r->kind == DECODE_BRANCH_OVF || r->kind == DECODE_BRANCH_TR_START) {
+                if (r->kind == DECODE_BRANCH_OVF)
+                        t->cur = t->root;
+                if (t->cur == t->root && r->to != 0)
+                        return fold_push(d, s, t, r->view, r->to);
+        }
+        return 0;
+}
+
+static int fold_segment_end(Decoder *d, void *state, const DecodeSegmentResult *seg, Buffer *b) {
+        FoldState *s = state;
+        FoldThread *t = u64map_get(&s->last_thread, seg->cpu);
+
+        /* Instructions after the segment's last record. */
+        if (t && d->opts.weight == DECODE_WEIGHT_INSN)
+                t->cur->weight += seg->tail_ninsn;
+        return 0;
+}
+
+typedef struct FoldLine {
+        char *stack;
+        uint64_t weight;
+} FoldLine;
+
+static int foldline_cmp(const void *a, const void *b) {
+        return strcmp(((const FoldLine *) a)->stack, ((const FoldLine *) b)->stack);
+}
+
+static int fold_end(Decoder *d, void *state, Buffer *b) {
+        FoldState *s = state;
+        FoldLine *lines = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        lines = calloc(s->n_all ?: 1, sizeof(FoldLine));
+        if (!lines)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_all; i++) {
+                FoldNode *node = s->all[i];
+                const FoldNode *p;
+                Buffer stack = BUFFER_NULL;
+                const char **names;
+                size_t k = 0;
+
+                if (node->weight == 0)
+                        continue;
+                names = calloc(node->depth + 1, sizeof(char *));
+                if (!names) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                for (p = node; p; p = p->parent)
+                        names[k++] = p->name;
+                for (size_t j = k; j > 0; j--)
+                        if ((j < k && buf_putc(&stack, ';') < 0) || buf_puts(&stack, names[j - 1]) < 0 ||
+                            (j == 1 && buf_putc(&stack, 0) < 0)) {
+                                free(names);
+                                buffer_done(&stack);
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                free(names);
+                lines[n].stack = (char *) buffer_steal(&stack, NULL);
+                lines[n++].weight = node->weight;
+        }
+        qsort(lines, n, sizeof(FoldLine), foldline_cmp);
+        for (size_t i = 0; i < n; i++)
+                if (buf_printf(b, "%s %" PRIu64 "\n", lines[i].stack, lines[i].weight) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+finish:
+        for (size_t i = 0; i < n; i++)
+                free(lines[i].stack);
+        free(lines);
+        return r;
+}
+
+const DecodeFormatter decode_format_folded = {
+        .format = DECODE_FORMAT_FOLDED,
+        .records = true,
+        .begin = fold_begin,
+        .consume = fold_consume,
+        .segment_end = fold_segment_end,
+        .end = fold_end,
+        .free_state = fold_free,
+};

@@ -1,0 +1,194 @@
+/* SPDX-License-Identifier: MIT */
+
+/* The side-band context: threads on CPUs over time, comms, address spaces. */
+
+#include <sys/mman.h>
+
+#include "decode-context.h"
+#include "perf-record.h"
+#include "test.h"
+
+#define ST (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)
+
+static PerfSampleId sid(uint32_t pid, uint32_t tid, uint64_t time, uint32_t cpu) {
+        return (PerfSampleId){ .pid = pid, .tid = tid, .time = time, .cpu = cpu, .sample_type = ST };
+}
+
+static void mmap2(Buffer *b, uint32_t pid, uint64_t addr, uint64_t len, uint64_t pgoff, uint32_t prot,
+                  const char *file, uint64_t time) {
+        static const uint8_t id[20] = { 0xde, 0xad, 0xbe, 0xef };
+        PerfSampleId s = sid(pid, pid, time, 0);
+
+        ASSERT_OK(perf_record_append_mmap2(b, PERF_RECORD_MISC_USER | PERF_RECORD_MISC_MMAP_BUILD_ID, pid, pid, addr,
+                                           len, pgoff, id, 4, 0, 0, 0, prot, MAP_PRIVATE, file, &s));
+}
+
+static DecodeContext *build(Buffer *b) {
+        DecodeInput *in;
+        DecodeContext *ctx;
+
+        ASSERT_OK(decode_input_new("test", &in));
+        ASSERT_OK(decode_input_add_sideband_data(in, "sb", b->data, b->size, false, ST, true));
+        ASSERT_OK(decode_context_new(in, &ctx));
+        decode_input_free(in);
+        return ctx;
+}
+
+static void test_threads(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        PerfSampleId s;
+        int32_t pid, tid;
+        uint64_t begin, end;
+        uint32_t cpu;
+
+        /* CPU 0: 100/100 runs, switches out to 200/201 at t=200. */
+        s = sid(100, 100, 200, 0);
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, true, false, 200, 201, &s));
+        /* CPU 1: idle, then 100/101 switches in at t=150. */
+        s = sid(100, 101, 150, 1);
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, false, false, 0, 0, &s));
+        /* CPU 2: tracing starts for 5/6 at t=50. */
+        s = sid(5, 6, 50, 2);
+        ASSERT_OK(perf_record_append_itrace_start(&b, 5, 6, &s));
+        /* Records are merged by time even when a stream is not ordered. */
+        ctx = build(&b);
+
+        decode_context_thread_at(ctx, 0, 150, &pid, &tid, &begin, &end);
+        ASSERT_EQ(pid, 100);
+        ASSERT_EQ(tid, 100);
+        ASSERT_EQ_U64(end, 200);
+        decode_context_thread_at(ctx, 0, 250, &pid, &tid, &begin, &end);
+        ASSERT_EQ(pid, 200);
+        ASSERT_EQ(tid, 201);
+        ASSERT_EQ_U64(begin, 200);
+        ASSERT_EQ_U64(end, DECODE_TIME_INFINITY);
+        decode_context_thread_at(ctx, 1, 100, &pid, &tid, NULL, NULL);
+        ASSERT_EQ(tid, 0);
+        decode_context_thread_at(ctx, 1, 160, &pid, &tid, NULL, NULL);
+        ASSERT_EQ(pid, 100);
+        ASSERT_EQ(tid, 101);
+        /* Before the first word on a CPU: the earliest we know. */
+        decode_context_thread_at(ctx, 2, 40, &pid, &tid, NULL, NULL);
+        ASSERT_EQ(tid, 6);
+        /* Nothing about CPU 7. */
+        decode_context_thread_at(ctx, 7, 40, &pid, &tid, NULL, NULL);
+        ASSERT_EQ(tid, DECODE_PID_UNKNOWN);
+        ASSERT_FALSE(decode_context_has_cpu(ctx, 7));
+        ASSERT_TRUE(decode_context_has_cpu(ctx, 2));
+        ASSERT_ERROR(decode_context_single_cpu(ctx, &cpu), ENOTUNIQ);
+        ASSERT_EQ(ctx->stats.switches, 2);
+        ASSERT_EQ(ctx->stats.itrace_starts, 1);
+}
+
+static void test_address_spaces(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        const DecodeProcess *p, *c;
+        const DecodeMapping *m;
+        PerfSampleId s;
+        uint64_t begin, end;
+        bool exact;
+        uint8_t tc[56] = {};
+        uint64_t v;
+        uint32_t cpu;
+
+        s = sid(100, 100, 100, 3);
+        ASSERT_OK(perf_record_append_comm(&b, true, 100, 100, "app", &s));
+        mmap2(&b, 100, 0x400000, 0x1000, 0, PROT_READ | PROT_EXEC, "/usr/bin/app", 110);
+        mmap2(&b, 100, 0x600000, 0x1000, 0, PROT_READ | PROT_WRITE, "/usr/bin/app", 111);
+        s = sid(100, 100, 300, 3);
+        ASSERT_OK(perf_record_append_fork(&b, PERF_RECORD_FORK, 300, 100, 300, 100, 300, &s));
+        /* Mapped over the middle of app: app's head lives on. */
+        mmap2(&b, 100, 0x400800, 0x1000, 0x2000, PROT_READ | PROT_EXEC, "/usr/lib/libx.so", 400);
+        s = sid(300, 300, 500, 3);
+        ASSERT_OK(perf_record_append_comm(&b, true, 300, 300, "child", &s));
+        s = sid(100, 100, 600, 3);
+        ASSERT_OK(perf_record_append_fork(&b, PERF_RECORD_EXIT, 100, 1, 100, 1, 600, &s));
+        s = sid(100, 100, 650, 3);
+        ASSERT_OK(perf_record_append_lost(&b, 1, 17, &s));
+        /* perf's TIME_CONV user record (type 79): shift, mult, zero. */
+        memcpy(tc, &(struct perf_event_header){ .type = 79, .size = sizeof(tc) }, 8);
+        v = 31;
+        memcpy(tc + 8, &v, 8);
+        v = 581029125;
+        memcpy(tc + 16, &v, 8);
+        v = UINT64_C(18444502336406842448);
+        memcpy(tc + 24, &v, 8);
+        ASSERT_OK(perf_record_append_raw(&b, tc, sizeof(tc)));
+        /* A broken header ends the stream: counted, never fatal. */
+        ASSERT_OK(buffer_append(&b, &(struct perf_event_header){ .type = 1, .size = 4 }, 8));
+
+        ctx = build(&b);
+        ASSERT_EQ(ctx->stats.lost_events, 17);
+        ASSERT_EQ(ctx->stats.malformed, 1);
+        ASSERT_NOT_NULL(ctx->first_error);
+        ASSERT_TRUE(ctx->has_time_conv);
+        ASSERT_EQ(ctx->time_conv.time_mult, 581029125);
+        ASSERT_EQ_U64(ctx->time_conv.time_zero, UINT64_C(18444502336406842448));
+        /* No switch or ITRACE_START: no CPU has a known thread. */
+        ASSERT_ERROR(decode_context_single_cpu(ctx, &cpu), ENOENT);
+
+        ASSERT_STREQ(decode_context_comm(ctx, 100, 105), "app");
+        ASSERT_STREQ(decode_context_comm(ctx, 300, 350), "app"); /* inherited at fork */
+        ASSERT_STREQ(decode_context_comm(ctx, 300, 550), "child");
+        ASSERT_STREQ(decode_context_comm(ctx, 0, 1), "swapper");
+        ASSERT_NULL(decode_context_comm(ctx, 999, 1));
+        ASSERT_EQ(decode_context_pid_of(ctx, 300), 300);
+
+        p = decode_context_process(ctx, 100);
+        ASSERT_NOT_NULL(p);
+        m = decode_process_mapping_at(p, 0x400100, 120, &exact);
+        ASSERT_TRUE(m && exact);
+        ASSERT_STREQ(m->filename, "/usr/bin/app");
+        ASSERT_EQ(m->build_id_size, 4);
+        ASSERT_EQ(m->build_id[0], 0xde);
+        /* Data mappings are not code. */
+        m = decode_process_mapping_at(p, 0x600100, 120, &exact);
+        ASSERT_NULL(m);
+        /* After the overlapping mmap: the new library, and app's head. */
+        m = decode_process_mapping_at(p, 0x400900, 450, &exact);
+        ASSERT_TRUE(m && exact);
+        ASSERT_STREQ(m->filename, "/usr/lib/libx.so");
+        ASSERT_EQ_U64(m->pgoff, 0x2000);
+        m = decode_process_mapping_at(p, 0x400100, 450, &exact);
+        ASSERT_TRUE(m && exact);
+        ASSERT_STREQ(m->filename, "/usr/bin/app");
+        ASSERT_EQ_U64(m->end, 0x400800);
+        /* After exit nothing is valid: the closest in time is named. */
+        m = decode_process_mapping_at(p, 0x400900, 700, &exact);
+        ASSERT_TRUE(m && !exact);
+        ASSERT_STREQ(m->filename, "/usr/lib/libx.so");
+
+        /* Versions: exec at 100, mmaps at 110/111, 400, exit at 600. */
+        decode_process_version_at(p, 115, &begin, &end);
+        ASSERT_EQ_U64(begin, 111);
+        ASSERT_EQ_U64(end, 400);
+        ASSERT_TRUE(decode_process_version_at(p, 50, NULL, NULL) < decode_process_version_at(p, 450, NULL, NULL));
+
+        /* The child got app at fork and lost it at its exec. */
+        c = decode_context_process(ctx, 300);
+        ASSERT_NOT_NULL(c);
+        m = decode_process_mapping_at(c, 0x400100, 350, &exact);
+        ASSERT_TRUE(m && exact);
+        ASSERT_STREQ(m->filename, "/usr/bin/app");
+        m = decode_process_mapping_at(c, 0x400100, 550, &exact);
+        ASSERT_TRUE(m && !exact);
+        /* The parent's later mmap did not reach the child. */
+        m = decode_process_mapping_at(c, 0x400900, 450, &exact);
+        ASSERT_TRUE(!m || !streq(m->filename, "/usr/lib/libx.so"));
+}
+
+/* Kernel mmaps describe the kernel, which comes from kcore/kallsyms. */
+static void test_kernel_mmap_ignored(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        PerfSampleId s = sid(0, 0, 10, 0);
+
+        ASSERT_OK(perf_record_append_mmap2(&b, PERF_RECORD_MISC_KERNEL, 0, 0, UINT64_C(0xffffffff81000000), 0x1000000,
+                                           0, NULL, 0, 0, 0, 0, PROT_READ | PROT_EXEC, 0, "[kernel.kallsyms]_text", &s));
+        ctx = build(&b);
+        ASSERT_NULL(decode_context_process(ctx, 0));
+}
+
+RUN_TESTS(TEST(test_threads), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored));

@@ -177,7 +177,7 @@ int bundle_writer_new(const char *dir, const char *final_name, const BundleWrite
         w->final_name = strdup(final_name);
         if (!w->dir || !w->final_name)
                 return -ENOMEM;
-        w->mtime = time(NULL);
+        w->mtime = w->opts.mtime ? (time_t) w->opts.mtime : time(NULL);
 
         w->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (w->dir_fd < 0)

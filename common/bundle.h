@@ -73,6 +73,11 @@ typedef struct BundleWriterOptions {
          * ("MaxBundleSize=64M", "KeepFree=1G"), see bundle_vacuum(). */
         uint64_t max_size;
         const char *max_size_limit;
+        /* Modification time of the tar entries, seconds since the epoch;
+         * 0 = the time the writer starts. A fixed value makes the file
+         * byte-for-byte reproducible (the synthesizer uses the bundle's
+         * creation time, like SOURCE_DATE_EPOCH). */
+        uint64_t mtime;
 } BundleWriterOptions;
 
 /* Stored only when compression saves at least 1/16 of the bytes. */

@@ -161,15 +161,18 @@ int synth_bundle_write(const SynthResult *res, const char *path, char **ret_erro
         /* ptsynth output belongs to whoever runs it. */
         opts.group = NULL;
         opts.mode = 0644;
-        r = bundle_writer_new(dir, name, &opts, &w, ret_error);
-        if (r < 0)
-                return r;
         r = bundle_manifest_new(&m);
         if (r < 0)
                 return r;
         r = fill_manifest(res, m);
         if (r < 0)
                 return bundle_error(r, ret_error, "cannot build the manifest: %s", strerror(-r));
+        /* Same seed, same file: the tar entries carry the bundle's creation
+         * time (derived from the seed), not the clock. */
+        opts.mtime = m->created_realtime_usec / 1000000;
+        r = bundle_writer_new(dir, name, &opts, &w, ret_error);
+        if (r < 0)
+                return r;
 
         for (size_t i = 0; i < res->n_cpus; i++) {
                 char member[32];

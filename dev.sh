@@ -24,6 +24,7 @@ debs=(
     libipt-dev                                   # Intel PT decode and encode
     libzydis-dev                                 # x86 decoding and disassembly
     libbpf-dev bpftool                           # BPF triggers
+    dbus-daemon                                  # a private bus for the systemd unit trigger tests
     libzstd-dev zstd libarchive-dev              # bundles
     libjson-c-dev                                # manifest, control protocol
     libssl-dev                                   # SHA-256 of bundle members

@@ -16,6 +16,8 @@ static const Verb *const verbs[] = {
         &verb_list,
         &verb_info,
         &verb_decode,
+        &verb_snapshot,
+        &verb_status,
         &verb_export,
         NULL,
 };

@@ -38,6 +38,8 @@ extern PtctlGlobals arg_globals;
 extern const Verb verb_list;
 extern const Verb verb_info;
 extern const Verb verb_decode;
+extern const Verb verb_snapshot;
+extern const Verb verb_status;
 extern const Verb verb_export;
 
 int ptctl_take_global_options(int *argc, char **argv, char **ret_error);

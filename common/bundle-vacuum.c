@@ -139,7 +139,8 @@ static int scan(DIR *d, const char *exclude, Item **ret, size_t *ret_n) {
                 }
                 n++;
         }
-        qsort(v, n, sizeof *v, cmp_item);
+        if (n > 1)
+                qsort(v, n, sizeof *v, cmp_item);
         *ret = v;
         *ret_n = n;
         return 0;

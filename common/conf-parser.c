@@ -9,6 +9,7 @@
 #include "conf-parser.h"
 #include "fileio.h"
 #include "parse-util.h"
+#include "string-util.h"
 
 /* ptraced.conf is a few KiB; refuse anything absurd rather than reading a
  * device or a runaway file into memory. */
@@ -94,18 +95,6 @@ int strv_split_words(const char *s, char ***ret) {
         }
         *ret = TAKE_PTR(l);
         return 0;
-}
-
-static char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
-static char *strdup_printf(const char *fmt, ...) {
-        va_list ap;
-        char *s;
-
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        return s;
 }
 
 /* ---- typed parsers ---- */

@@ -8,21 +8,10 @@
 #include "conf-parser.h"
 #include "parse-util.h"
 #include "pt-config.h"
+#include "string-util.h"
 
 void pt_event_config_done(PtEventConfig *c) {
         c->text = mfree(c->text);
-}
-
-static char *strdup_printf(const char *fmt, ...) _printf_(1, 2);
-static char *strdup_printf(const char *fmt, ...) {
-        va_list ap;
-        char *s;
-
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        return s;
 }
 
 char *pt_valid_values_string(uint64_t bitmap) {

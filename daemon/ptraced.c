@@ -2,18 +2,32 @@
 
 /*
  * ptraced: the Intel PT flight recorder daemon. main() reads as a recipe:
- * logging, arguments, configuration, PMU discovery, then the work.
+ * logging, arguments, configuration, the PMU backend, the manager, READY,
+ * the event loop.
  */
 
+#include <fcntl.h>
 #include <getopt.h>
+#include <signal.h>
 
+#include <systemd/sd-daemon.h>
+
+#include "control.h"
+#include "fileio.h"
 #include "log.h"
+#include "manager.h"
+#include "parse-util.h"
+#include "pmu-sim.h"
 #include "pmu.h"
 #include "pt-config.h"
 #include "ptraced-config.h"
+#include "recorder.h"
+#include "synth-sim-source.h"
 
 static const char *arg_config = NULL;
-static const char *arg_sysfs_root = PTRACED_SYSFS_ROOT;
+static const char *arg_sysfs_root = NULL;
+static const char *arg_sim_truth_dir = NULL;
+static int arg_source = -1;
 static bool arg_check_config = false;
 
 static void help(void) {
@@ -25,12 +39,20 @@ static void help(void) {
                "     --version           Show version\n"
                "     --config FILE       Read FILE (and FILE.d/*.conf) instead of %s\n"
                "                         and its drop-in directories\n"
+               "     --source=kernel|sim Where the trace comes from (overrides [Trace] Source=)\n"
                "     --check-config      Load and validate the configuration against the\n"
                "                         PMU, print the effective event, and exit\n"
-               "     --sysfs-root DIR    Look for PMUs under DIR instead of /sys (testing)\n"
+               "     --sysfs-root DIR    Look for PMUs under DIR instead of /sys (with\n"
+               "                         --check-config, for other machines' sysfs trees)\n"
+               "     --sim-truth-dir DIR With --source=sim: after each snapshot, write the\n"
+               "                         emulated PMU's own record of every CPU's ring to\n"
+               "                         DIR/<n>/cpu<N>.pt (tests compare bundles with it)\n"
                "\n"
+               "Signals: SIGTERM/SIGINT stop, SIGUSR2 takes a snapshot (reason \"signal\").\n"
+               "Control: 'ptctl snapshot', 'ptctl status' over %s\n"
+               "([Control] Socket=, or the socket systemd passes).\n"
                "See ptraced(8) and ptraced.conf(5).\n",
-               PTRACED_CONF_FILE);
+               PTRACED_CONF_FILE, PTRACED_SOCKET_PATH);
 }
 
 static int parse_argv(int argc, char **argv) {
@@ -39,6 +61,8 @@ static int parse_argv(int argc, char **argv) {
                 ARG_CONFIG,
                 ARG_CHECK_CONFIG,
                 ARG_SYSFS_ROOT,
+                ARG_SOURCE,
+                ARG_SIM_TRUTH_DIR,
         };
         static const struct option options[] = {
                 { "help", no_argument, NULL, 'h' },
@@ -46,6 +70,8 @@ static int parse_argv(int argc, char **argv) {
                 { "config", required_argument, NULL, ARG_CONFIG },
                 { "check-config", no_argument, NULL, ARG_CHECK_CONFIG },
                 { "sysfs-root", required_argument, NULL, ARG_SYSFS_ROOT },
+                { "source", required_argument, NULL, ARG_SOURCE },
+                { "sim-truth-dir", required_argument, NULL, ARG_SIM_TRUTH_DIR },
                 {},
         };
         int c;
@@ -67,6 +93,19 @@ static int parse_argv(int argc, char **argv) {
                 case ARG_SYSFS_ROOT:
                         arg_sysfs_root = optarg;
                         break;
+                case ARG_SOURCE:
+                        arg_source = -1;
+                        for (int i = 0; trace_source_names[i]; i++)
+                                if (streq(optarg, trace_source_names[i]))
+                                        arg_source = i;
+                        if (arg_source < 0) {
+                                log_error("invalid --source=%s: expected kernel or sim", optarg);
+                                return -EINVAL;
+                        }
+                        break;
+                case ARG_SIM_TRUTH_DIR:
+                        arg_sim_truth_dir = optarg;
+                        break;
                 case '?':
                         return -EINVAL;
                 default:
@@ -80,33 +119,118 @@ static int parse_argv(int argc, char **argv) {
         return 1;
 }
 
-/* The intel_pt PMU and the event configuration, validated against it. */
-static int load_event(const PtracedConfig *config, Pmu **ret_pmu, PtEventConfig *ret_event) {
+static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
+        int r;
+
+        if (config->source == TRACE_SOURCE_KERNEL) {
+                r = pmu_backend_kernel_new(ret);
+                if (r < 0)
+                        return log_error_errno(r, "Failed to set up the kernel PMU backend: %m");
+                if (arg_sysfs_root) {
+                        char *s = strdup(arg_sysfs_root);
+                        if (!s)
+                                return log_oom();
+                        free((*ret)->sysfs_root);
+                        (*ret)->sysfs_root = s;
+                }
+                return 0;
+        }
+
+        /* The emulated PMU, fed by the trace synthesizer. */
+        SimTraceSource *src = NULL;
+        unsigned n_cpus = config->sim_cpus;
+        if (n_cpus == 0) {
+                long n = sysconf(_SC_NPROCESSORS_ONLN);
+                n_cpus = (unsigned) MAX(n, 1L);
+        }
+        SimSourceOptions so = {
+                .n_cpus = n_cpus,
+                .seed = config->sim_seed,
+                .bytes_per_sec = config->sim_rate,
+                .event = config->event,
+        };
+        _cleanup_free_ char *error = NULL;
+        r = sim_trace_source_new_full(&so, &src, &error);
+        if (r < 0 && error)
+                return log_error_errno(r, "Failed to set up the simulated trace source: %s", error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to set up the simulated trace source: %m");
+        PmuSimOptions po = {
+                .n_cpus = n_cpus,
+                .bytes_per_sec = config->sim_rate,
+                .source = src,
+                .keep_truth = arg_sim_truth_dir != NULL,
+        };
+        r = pmu_sim_new(&po, ret);
+        if (r < 0) {
+                if (src->free)
+                        src->free(src);
+                return log_error_errno(r, "Failed to set up the emulated intel_pt PMU: %m");
+        }
+        log_notice("Running on the emulated intel_pt PMU (%u CPUs, %" PRIu64 " bytes/s each): every status line and "
+                   "bundle says simulated.",
+                   n_cpus, config->sim_rate);
+        return 0;
+}
+
+static void write_sim_truth(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata) {
+        _cleanup_free_ char *dir = NULL;
+        int r;
+
+        if (asprintf(&dir, "%s/%" PRIu64, arg_sim_truth_dir, seq) < 0 || mkdir_p(dir, 0755) < 0) {
+                log_warning("Cannot create %s/%" PRIu64 " for the simulator's truth, ignoring.", arg_sim_truth_dir, seq);
+                return;
+        }
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                _cleanup_free_ char *path = NULL;
+                _cleanup_close_ int fd = -EBADF;
+                const uint8_t *data;
+                size_t size;
+                uint64_t total;
+
+                if (pmu_sim_truth(manager_get_backend(m), s->cpus[i].cpu, &data, &size, &total) < 0)
+                        continue;
+                if (asprintf(&path, "%s/cpu%u.pt", dir, s->cpus[i].cpu) < 0)
+                        return;
+                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+                r = fd < 0 ? -errno : loop_write(fd, data, size);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot write %s, ignoring: %m", path);
+        }
+}
+
+static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         _cleanup_pmu_free_ Pmu *pmu = NULL;
+        _cleanup_(pt_event_config_done) PtEventConfig event = {};
         _cleanup_free_ char *error = NULL;
         int r;
 
-        r = pmu_load(arg_sysfs_root, "intel_pt", &pmu);
+        r = pmu_load(backend->sysfs_root, "intel_pt", &pmu);
         if (r == -ENOENT)
                 return log_error_errno(r,
                                        "No intel_pt PMU at %s/bus/event_source/devices/intel_pt: this CPU or kernel "
-                                       "has no Intel Processor Trace.",
-                                       arg_sysfs_root);
+                                       "has no Intel Processor Trace. To run on the emulated PMU instead, use "
+                                       "--source=sim (or Source=sim in [Trace]).",
+                                       backend->sysfs_root);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the intel_pt PMU under %s: %m", arg_sysfs_root);
-
+                return log_error_errno(r, "Failed to read the intel_pt PMU under %s: %m", backend->sysfs_root);
         if (config->event)
-                r = pt_event_config_parse(pmu, config->event, ret_event, &error);
+                r = pt_event_config_parse(pmu, config->event, &event, &error);
         else
-                r = pt_event_config_default(pmu, ret_event);
+                r = pt_event_config_default(pmu, &event);
         if (r == -EINVAL)
                 return log_error_errno(r, "[Trace] Event=%s: %s", strempty(config->event), error);
         if (r < 0)
                 return log_error_errno(r, "Failed to build the intel_pt event configuration: %m");
-        if (ret_event->forced_pt)
+        if (event.forced_pt)
                 log_warning("pt=0 doesn't make sense, forcing pt=1");
 
-        *ret_pmu = TAKE_PTR(pmu);
+        printf("source: %s\n", trace_source_names[config->source]);
+        printf("pmu: %s (type %u)\n", pmu->name, pmu->type);
+        printf("event: %s\n", event.text);
+        for (const TriggerConfig *t = config->trigger_list; t; t = t->next)
+                printf("trigger %s: %s\n", t->name,
+                       t->error ? t->error : trigger_type_names[t->type]);
         return 0;
 }
 
@@ -114,12 +238,24 @@ static int run(int argc, char **argv) {
         _cleanup_(ptraced_config_done) PtracedConfig config;
         _cleanup_strv_free_ char **warnings = NULL;
         _cleanup_free_ char *error = NULL;
-        _cleanup_pmu_free_ Pmu *pmu = NULL;
-        _cleanup_(pt_event_config_done) PtEventConfig event = {};
+        _cleanup_(pmu_backend_freep) PmuBackend *backend = NULL;
+        _cleanup_(control_server_freep) ControlServer *control = NULL; /* freed after the manager */
+        _cleanup_(manager_freep) Manager *m = NULL;
         int r;
 
         log_open();
         ptraced_config_init(&config);
+
+        /* Before any thread exists (the emulated PMU's producers, the dump
+         * and copy threads): a thread that leaves these unblocked would take
+         * SIGTERM/SIGUSR2 with the default action, killing the daemon,
+         * instead of the event loop's signalfd. */
+        sigset_t mask;
+        sigemptyset(&mask);
+        sigaddset(&mask, SIGTERM);
+        sigaddset(&mask, SIGINT);
+        sigaddset(&mask, SIGUSR2);
+        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
         r = parse_argv(argc, argv);
         if (r <= 0)
@@ -132,20 +268,48 @@ static int run(int argc, char **argv) {
                 return log_error_errno(r, "Failed to load the configuration: %m");
         for (char **w = warnings; w && *w; w++)
                 log_warning("%s, ignoring.", *w);
+        if (arg_source >= 0)
+                config.source = arg_source;
+        if (arg_sim_truth_dir && config.source != TRACE_SOURCE_SIM)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "--sim-truth-dir needs --source=sim");
+        /* The simulated source traces user space only (no kernel code to
+         * walk without /proc/kcore): that is its default event, and what
+         * the bundles' manifests then say. */
+        if (config.source == TRACE_SOURCE_SIM && !config.event) {
+                config.event = strdup(SIM_SOURCE_DEFAULT_EVENT);
+                if (!config.event)
+                        return log_oom();
+        }
 
-        r = load_event(&config, &pmu, &event);
+        r = make_backend(&config, &backend);
         if (r < 0)
                 return r;
 
-        if (arg_check_config) {
-                printf("source: %s\n", trace_source_names[config.source]);
-                printf("pmu: %s (type %u)\n", pmu->name, pmu->type);
-                printf("event: %s\n", event.text);
-                return 0;
-        }
+        if (arg_check_config)
+                return check_config(&config, backend);
 
-        return log_error_errno(EOPNOTSUPP, "This build of ptraced validates its configuration only "
-                                           "(--check-config); the recorder is not built in yet.");
+        r = manager_new(&config, TAKE_PTR(backend), &m);
+        if (r < 0)
+                return log_error_errno(r, "Failed to allocate the manager: %m");
+        if (arg_sim_truth_dir)
+                manager_set_snapshot_hook(m, write_sim_truth, NULL);
+        /* Listening before READY=1; calls wait in the backlog until the loop runs. */
+        int n_fds = sd_listen_fds(true);
+        if (n_fds < 0)
+                log_warning_errno(n_fds, "Failed to read the sockets passed by socket activation, ignoring: %m");
+        r = control_server_new(m, &config, MAX(n_fds, 0), &control);
+        if (r < 0)
+                return r;
+        r = manager_start(m);
+        if (r < 0)
+                return r;
+        r = control_server_attach(control, manager_get_event(m));
+        if (r < 0)
+                return r;
+        r = manager_run(m);
+        if (r < 0)
+                return log_error_errno(r, "Event loop failed: %m");
+        return 0;
 }
 
 int main(int argc, char **argv) {

@@ -186,6 +186,9 @@ const SynthSymbol *synth_image_export(const SynthImage *img, const char *name) {
 
         if (img->n_exports == 0)
                 return NULL;
+        /* bsearch() wants a valid array even for 0 elements (UBSan). */
+        if (img->n_exports == 0)
+                return NULL;
         return bsearch(&key, img->exports, img->n_exports, sizeof key, cmp_symbol_name);
 }
 
@@ -209,6 +212,8 @@ uint64_t synth_image_function_end(const SynthImage *img, uint64_t a) {
 const SynthReloc *synth_image_reloc_at(const SynthImage *img, uint64_t where) {
         SynthReloc key = {.where = where};
 
+        if (img->n_relocs == 0)
+                return NULL;
         if (img->n_relocs == 0)
                 return NULL;
         return bsearch(&key, img->relocs, img->n_relocs, sizeof key, cmp_reloc);
@@ -545,7 +550,7 @@ static int load_relocs(ImageLoader *l) {
 }
 
 static bool is_func(const SynthImage *img, uint64_t a) {
-        return bsearch(&a, img->funcs, img->n_funcs, sizeof a, cmp_u64) != NULL;
+        return img->n_funcs > 0 && bsearch(&a, img->funcs, img->n_funcs, sizeof a, cmp_u64) != NULL;
 }
 
 /* Functions whose address is taken: RELATIVE relocations and pointers

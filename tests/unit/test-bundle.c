@@ -323,7 +323,9 @@ static void test_writer_refusals(void) {
         {
                 size_t n;
                 _cleanup_free_ char *old = read_file(path, &n);
+                /* The bundle that was there is untouched. */
                 ASSERT_EQ(n, 3);
+                ASSERT_EQ(memcmp(old, "old", 3), 0);
         }
         rm_rf(dir);
 }
@@ -729,7 +731,7 @@ static void check_keys_documented(struct json_object *o, const char *page, const
 }
 
 static void test_manifest_documented(void) {
-        _cleanup_free_ char *page = NULL, *json = NULL, *error = NULL;
+        _cleanup_free_ char *page = NULL, *json = NULL;
         struct json_object *root;
         unsigned n = 0;
         size_t size;

@@ -1,0 +1,108 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# ptraced --source=sim on a machine running a few real programs in loops:
+# a snapshot's bundle decodes with `ptctl decode --strict` without a single
+# error and with a sensible number of branches, the threads the decoder
+# attributes are the real ones (the workload's own pids and tids, with
+# their names), and a CPU beyond the machine's (synthetic processes, their
+# side-band injected) decodes too.
+set -euo pipefail
+build=$1
+ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
+
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events on real CPUs)"; exit 77; }
+
+tmp=$(mktemp -d)
+pids=()
+daemon=
+cleanup() {
+    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null || true
+    wait 2>/dev/null || true
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; [ -f "$tmp/ptraced.log" ] && sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2; exit 1; }
+
+# CPUs of this machine (by number), and one emulated CPU beyond them.
+online=$(cat /sys/devices/system/cpu/online)
+n_real=$(( $(echo "$online" | tr ',' '\n' | sed 's/.*-//' | sort -n | tail -n1) + 1 ))
+n_cpus=$((n_real + 1))
+
+# The workload: real programs under names we can find, each in a loop.
+declare -A workload
+start() { # NAME PROGRAM ARGS... (PROGRAM: an ELF executable, or skipped)
+    local name=$1 prog=$2
+    [ -n "$prog" ] && [ "$(head -c4 "$prog" 2>/dev/null | od -An -tx1 | tr -d ' ')" = 7f454c46 ] || return 0
+    cp "$prog" "$tmp/$name"
+    shift 2
+    "$tmp/$name" "$@" &
+    pids+=($!)
+    workload[$!]=$name
+}
+elf() { # the executable a command name runs, symlinks resolved
+    local p
+    p=$(command -v "$1" 2>/dev/null) && readlink -f "$p"
+}
+start ptw-bash "$(elf bash)" -c 'while :; do :; done'
+start ptw-perl "$(elf perl)" -e '1 while 1'
+# python3 may be a wrapper script (pyenv): ask it for the interpreter.
+start ptw-python "$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))' 2>/dev/null)" \
+    -c 'while True: pass'
+[ ${#workload[@]} -ge 1 ] || { echo "SKIP: none of bash, perl, python3"; exit 77; }
+
+cat > "$tmp/ptraced.conf" <<CONF
+[Trace]
+Source=sim
+BufferSize=1M
+RateInterval=0
+[Sim]
+CPUs=$n_cpus
+Rate=20M
+[Storage]
+Directory=$tmp/bundles
+[Control]
+Socket=$tmp/io.ptraced
+CONF
+
+"$ptraced" --config "$tmp/ptraced.conf" >"$tmp/ptraced.log" 2>&1 &
+daemon=$!
+for _ in $(seq 100); do grep -q "^Started" "$tmp/ptraced.log" && break; sleep 0.1; done
+grep -q "^Started: recording $n_cpus CPUs.*simulated" "$tmp/ptraced.log" || fail "daemon did not start"
+sleep 2
+
+kill -USR2 "$daemon"
+for _ in $(seq 200); do ls "$tmp"/bundles/*.tar >/dev/null 2>&1 && break; sleep 0.1; done
+bundle=$(ls "$tmp"/bundles/*.tar 2>/dev/null | head -n1)
+[ -n "$bundle" ] || fail "no bundle after SIGUSR2"
+kill -TERM "$daemon"
+wait "$daemon" || fail "daemon exited with $?"
+daemon=
+
+"$ptctl" decode --strict --format=summary "$bundle" >"$tmp/summary" 2>&1 || {
+    cat "$tmp/summary" >&2
+    "$ptctl" decode --format=branches --fields=time,cpu,pid,tid,comm,from,to,kind "$bundle" 2>/dev/null |
+        grep -B5 ' error ' | head -n 60 >&2 || true
+    fail "decode errors"
+}
+sed 's/^/  /' "$tmp/summary"
+total=$(grep '^total:' "$tmp/summary")
+branches=$(echo "$total" | sed -n 's/.* \([0-9][0-9]*\) branches.*/\1/p')
+[ -n "$branches" ] && [ "$branches" -ge 20000 ] || fail "only ${branches:-no} branches decoded: $total"
+
+# Who ran, by the decoder: lines per CPU, pid, tid, comm.
+"$ptctl" decode --format=branches --fields=cpu,pid,tid,comm "$bundle" 2>/dev/null |
+    awk '{ n[$1 " " $2 " " $3 " " $4]++ } END { for (k in n) print k, n[k] }' >"$tmp/threads"
+for pid in "${!workload[@]}"; do
+    grep -q "^[0-9]* $pid $pid ${workload[$pid]} " "$tmp/threads" ||
+        fail "the workload's ${workload[$pid]} (pid $pid) is not in the decoded trace: $(sort -k5 -n -r "$tmp/threads" | head -n 12 | tr '\n' ';')"
+done
+# Every real CPU's threads are real: pids that exist(ed) on this machine,
+# below any synthetic one.
+awk -v n="$n_real" '$1 < n && $2 >= 1073741824 { bad = 1 } END { exit bad }' "$tmp/threads" ||
+    fail "a synthetic pid on a real CPU"
+# The CPU beyond the machine runs synthetic processes, with names.
+awk -v c="$n_real" '$1 == c && $2 >= 1073741824 && $4 != "" { ok = 1 } END { exit !ok }' "$tmp/threads" ||
+    fail "no synthetic process decoded on CPU $n_real"
+echo "decoded $branches branches without errors; workload threads: ${workload[*]}"

@@ -1,0 +1,23 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* A trace source for the emulated PMU in tests: every "packet" is
+ * SIM_TEST_PKT bytes, never zero (so zero-based wrap detection works on
+ * it), a PSB at each start. Cheap enough to run at hundreds of MB/s. */
+
+#include "pmu-sim.h"
+
+#define SIM_TEST_PKT 16
+
+extern const uint8_t sim_test_psb[SIM_TEST_PKT];
+
+typedef struct SimTestSource {
+        SimTraceSource base;
+        uint64_t seq[4096];
+        unsigned starts[4096];
+        char *last_filter;
+} SimTestSource;
+
+SimTestSource *sim_test_source_new(void);
+/* A sim backend over a new test source; keep_truth on. */
+PmuBackend *sim_test_backend_new(unsigned n_cpus, uint64_t rate, SimTestSource **ret_source);

@@ -1,0 +1,238 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The manager end to end, in process, on the emulated PMU: a trigger
+ * freezes, the bundle is written and its trace members are exactly what
+ * the PMU's rings held at the freeze; triggers during a freeze coalesce
+ * into the same bundle; SIGUSR2 triggers; the side-band in the bundle
+ * carries this process's state; status says what it records.
+ */
+
+#include <signal.h>
+
+#include "bundle.h"
+#include "fileio.h"
+#include "manager.h"
+#include "perf-attr.h"
+#include "perf-record.h"
+#include "pmu-sim.h"
+#include "recorder.h"
+#include "sim-test-source.h"
+#include "test.h"
+
+#define N_CPUS 3
+
+typedef struct Truth {
+        uint8_t *data[N_CPUS];
+        size_t size[N_CPUS];
+        unsigned n;
+} Truth;
+
+typedef struct Done {
+        bool called;
+        int error;
+        char *path;
+        char *error_text;
+        bool coalesced;
+} Done;
+
+static void on_snapshot(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata) {
+        Truth *t = userdata;
+
+        /* The PMU's own record of the rings at the freeze's DISABLE. */
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                const uint8_t *d;
+                size_t n;
+                uint64_t total;
+                unsigned cpu = s->cpus[i].cpu;
+
+                ASSERT_OK(pmu_sim_truth(manager_get_backend(m), cpu, &d, &n, &total));
+                free(t->data[cpu]);
+                t->data[cpu] = malloc(MAX(n, (size_t) 1));
+                memcpy(t->data[cpu], d, n);
+                t->size[cpu] = n;
+        }
+        t->n++;
+}
+
+static void on_done(Manager *m, const SnapshotResult *r, void *userdata) {
+        Done *d = userdata;
+
+        d->called = true;
+        d->error = r->error;
+        d->path = r->path ? strdup(r->path) : NULL;
+        d->coalesced = r->coalesced;
+        d->error_text = r->error_text ? strdup(r->error_text) : NULL;
+        if (r->error < 0)
+                fprintf(stderr, "snapshot failed: %s\n", strna(r->error_text));
+}
+
+static void run_until(Manager *m, bool *flag) {
+        for (int i = 0; i < 300 && !*flag; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
+        ASSERT_TRUE(*flag);
+}
+
+static TriggerRequest *request(const char *reason, Done *d) {
+        TriggerRequest *t = trigger_request_new(reason, "test");
+        ASSERT_NOT_NULL(t);
+        t->done = on_done;
+        t->userdata = d;
+        return t;
+}
+
+static void check_bundle(const char *path, Truth *t, const char *reason) {
+        _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+        _cleanup_free_ char *err = NULL;
+        const BundleManifest *mf;
+
+        ASSERT_OK(bundle_reader_open(path, NULL, &r, &err));
+        mf = bundle_reader_manifest(r);
+        ASSERT_TRUE(mf->simulated);
+        ASSERT_STREQ(mf->trigger.reason, reason);
+        ASSERT_STREQ(mf->pmu.name, "intel_pt");
+        ASSERT_EQ(mf->n_cpus, N_CPUS);
+        ASSERT_EQ(mf->tsc.cpuid_15_ebx, PMU_SIM_CPUID15_EBX);
+        ASSERT_TRUE(mf->tsc.conversion.cap_user_time_zero);
+        for (size_t i = 0; i < mf->n_cpus; i++) {
+                const BundleCpu *c = &mf->cpus[i];
+                _cleanup_free_ void *data = NULL;
+                size_t size;
+
+                ASSERT_NOT_NULL(c->member);
+                ASSERT_OK(bundle_reader_read_member(r, c->member, &data, &size, &err));
+                ASSERT_EQ(size, t->size[c->cpu]);
+                ASSERT_EQ(memcmp(data, t->data[c->cpu], size), 0);
+                ASSERT_EQ(c->bytes, size);
+        }
+
+        /* The side-band starts with this process's synthesized state. */
+        _cleanup_free_ void *sb = NULL;
+        size_t sb_size;
+        PerfRecordStream st;
+        const void *rec;
+        size_t rs;
+        bool found_self = false;
+        ASSERT_OK(bundle_reader_read_member(r, "sideband.perf", &sb, &sb_size, &err));
+        perf_record_stream_init(&st, sb, sb_size);
+        while (perf_record_stream_next(&st, &rec, &rs) > 0) {
+                PerfRecord pr;
+                if (perf_record_parse(rec, rs, PTRACED_SAMPLE_TYPE, true, &pr) < 0)
+                        continue;
+                if (pr.type == PERF_RECORD_COMM && pr.comm.pid == (uint32_t) getpid())
+                        found_self = true;
+        }
+        ASSERT_TRUE(found_self);
+}
+
+static void test_manager(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        PtracedConfig c;
+        Truth truth = {};
+        Done d1 = {}, d2 = {}, d3 = {};
+        ManagerStats stats;
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
+
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        ptraced_config_init(&c);
+        c.directory = strdup(dir);
+        c.buffer_size = 64 * 1024;
+        c.source = TRACE_SOURCE_SIM;
+
+        PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
+        ASSERT_OK(manager_new(&c, b, &m));
+        ptraced_config_done(&c);
+        manager_set_snapshot_hook(m, on_snapshot, &truth);
+        ASSERT_OK(manager_start(m));
+        ASSERT_CONTAINS(manager_status_text(m), "recording 3 CPUs, 64.0 KiB each");
+        ASSERT_CONTAINS(manager_status_text(m), "simulated");
+
+        /* Let the rings wrap. */
+        for (int i = 0; i < 10; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        /* Two triggers back to back: the second joins the first's freeze. */
+        manager_trigger(m, request("latency", &d1));
+        manager_trigger(m, request("latency-again", &d2));
+        run_until(m, &d2.called);
+        run_until(m, &d1.called);
+        ASSERT_OK(d1.error);
+        ASSERT_OK(d2.error);
+        ASSERT_FALSE(d1.coalesced);
+        ASSERT_TRUE(d2.coalesced);
+        ASSERT_STREQ(d1.path, d2.path);
+        ASSERT_EQ(truth.n, 1);
+        check_bundle(d1.path, &truth, "latency");
+
+        /* SIGUSR2, as perf's users know it. */
+        manager_get_stats(m, &stats);
+        uint64_t before = stats.bundles_written;
+        ASSERT_OK(raise(SIGUSR2));
+        for (int i = 0; i < 300 && stats.bundles_written == before; i++) {
+                ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
+                manager_get_stats(m, &stats);
+        }
+        ASSERT_EQ(stats.bundles_written, before + 1);
+        ASSERT_EQ(truth.n, 2);
+        ASSERT_EQ(stats.triggers_coalesced, 1);
+        printf("freeze latency %" PRIu64 " us, longest blackout %" PRIu64 " us\n",
+               stats.last_freeze_latency_ns / 1000, stats.last_max_blackout_ns / 1000);
+
+        /* A third, again correct. */
+        manager_trigger(m, request("third", &d3));
+        run_until(m, &d3.called);
+        ASSERT_OK(d3.error);
+        check_bundle(d3.path, &truth, "third");
+
+        m = manager_free(m);
+        for (unsigned i = 0; i < N_CPUS; i++)
+                free(truth.data[i]);
+        free(d1.path);
+        free(d2.path);
+        free(d3.path);
+        ASSERT_OK(rm_rf(dir));
+}
+
+/* A bundle that cannot fit under MaxBundleSize= even with every old one
+ * removed is refused before anything is written, the limit named. */
+static void test_max_bundle_size(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        PtracedConfig c;
+        Done d = {};
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
+
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        ptraced_config_init(&c);
+        c.directory = strdup(dir);
+        c.buffer_size = 256 * 1024;
+        c.max_bundle_size = 64 * 1024;
+        c.source = TRACE_SOURCE_SIM;
+        ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 32 << 20, NULL), &m));
+        ptraced_config_done(&c);
+        ASSERT_OK(manager_start(m));
+        for (int i = 0; i < 20; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        manager_trigger(m, request("too-big", &d));
+        run_until(m, &d.called);
+        ASSERT_TRUE(d.error < 0);
+        ASSERT_NULL(d.path);
+        ASSERT_CONTAINS(d.error_text, "MaxBundleSize=");
+
+        /* Nothing visible was left behind. */
+        _cleanup_free_ char *cmd = NULL;
+        ASSERT_TRUE(asprintf(&cmd, "test -z \"$(ls %s/*.tar 2>/dev/null)\"", dir) > 0);
+        ASSERT_EQ(system(cmd), 0);
+
+        m = manager_free(m);
+        free(d.error_text);
+        ASSERT_OK(rm_rf(dir));
+}
+
+RUN_TESTS(TEST(test_manager), TEST(test_max_bundle_size));

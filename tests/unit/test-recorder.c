@@ -1,0 +1,283 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The recorder on the emulated PMU: what it copies at a freeze is exactly
+ * what the PMU says the ring held, for every CPU, wrapped or not; CPUs are
+ * re-enabled; coalescing and memory refills; hotplug; a busy PMU retried
+ * with backoff; rate measurement; resizing; side-band draining.
+ */
+
+#include <poll.h>
+
+#include "perf-attr.h"
+#include "perf-record.h"
+#include "pmu-sim.h"
+#include "recorder.h"
+#include "sim-test-source.h"
+#include "test.h"
+
+typedef struct Fixture {
+        PmuBackend *backend;
+        SimTestSource *source;
+        Pmu *pmu;
+        PtEventConfig event;
+        Recorder *rec;
+} Fixture;
+
+static void fixture_init(Fixture *f, unsigned n_cpus, uint64_t rate, uint64_t aux_size) {
+        _cleanup_free_ char *err = NULL;
+        TrackingFeatures tf;
+
+        *f = (Fixture){};
+        f->backend = sim_test_backend_new(n_cpus, rate, &f->source);
+        ASSERT_OK(pmu_load(f->backend->sysfs_root, "intel_pt", &f->pmu));
+        ASSERT_OK(pt_event_config_parse(f->pmu, "intel_pt//u", &f->event, &err));
+        /* Real tracking events on this machine's CPUs need root; with
+         * fewer features the emulated ones behave the same. */
+        tracking_features_all(&tf);
+        RecorderOptions o = {
+                .backend = f->backend,
+                .pmu = f->pmu,
+                .event = &f->event,
+                .aux_size = aux_size,
+                .sideband_size = 64 * 1024,
+                .copy_threads = 2,
+                .tracking = &tf,
+        };
+        ASSERT_OK(recorder_new(&o, &f->rec));
+}
+
+static void fixture_done(Fixture *f) {
+        recorder_free(f->rec);
+        pt_event_config_done(&f->event);
+        pmu_free(f->pmu);
+        pmu_backend_free(f->backend);
+}
+
+static void wait_produced(Fixture *f, unsigned cpu, uint64_t bytes) {
+        for (int i = 0; i < 5000 && pmu_sim_bytes_produced(f->backend, cpu) < bytes; i++)
+                (void) poll(NULL, 0, 1);
+        ASSERT_TRUE(pmu_sim_bytes_produced(f->backend, cpu) >= bytes);
+}
+
+static RecorderSnapshot *snapshot(Fixture *f) {
+        RecorderSnapshot *s = NULL;
+        struct pollfd p = { .fd = recorder_freeze_fd(f->rec), .events = POLLIN };
+        nsec_t t = now_nsec(CLOCK_MONOTONIC);
+
+        ASSERT_OK(recorder_freeze(f->rec, t));
+        ASSERT_TRUE(recorder_freezing(f->rec));
+        /* A second trigger while copying is refused as busy (the manager
+         * coalesces it into this snapshot). */
+        ASSERT_ERROR(recorder_freeze(f->rec, t), EBUSY);
+        ASSERT_EQ(poll(&p, 1, 5000), 1);
+        ASSERT_OK(recorder_collect(f->rec, &s));
+        ASSERT_FALSE(recorder_freezing(f->rec));
+        ASSERT_TRUE(s->trigger_at <= s->frozen_at);
+        ASSERT_TRUE(s->frozen_at <= s->thawed_at);
+        return s;
+}
+
+/* Each CPU's copy equals what the emulated PMU's ring held at the freeze. */
+static void check_against_truth(Fixture *f, RecorderSnapshot *s) {
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                SnapshotCpu *sc = &s->cpus[i];
+                const uint8_t *truth;
+                size_t truth_size;
+                uint64_t total;
+
+                ASSERT_OK(sc->error);
+                ASSERT_OK(pmu_sim_truth(f->backend, sc->cpu, &truth, &truth_size, &total));
+                ASSERT_EQ(sc->size, truth_size);
+                ASSERT_EQ(sc->wrapped, total >= sc->aux_size);
+                ASSERT_EQ(memcmp(sc->data, truth, sc->size), 0);
+                ASSERT_TRUE(sc->enabled_at >= sc->disabled_at);
+                ASSERT_TRUE(sc->pt_id > 0);
+        }
+}
+
+static void test_snapshot_matches_pmu(void) {
+        Fixture f;
+
+        fixture_init(&f, 4, 8 << 20, 64 * 1024);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 4);
+        ASSERT_EQ(recorder_n_recording(f.rec), 4);
+
+        /* Before the first wrap. */
+        wait_produced(&f, 0, 4096);
+        _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s1 = snapshot(&f);
+        ASSERT_EQ(s1->n_cpus, 4);
+        check_against_truth(&f, s1);
+
+        /* No memory for the next one until replenished. */
+        ASSERT_ERROR(recorder_freeze(f.rec, now_nsec(CLOCK_MONOTONIC)), ENOBUFS);
+        ASSERT_OK(recorder_replenish(f.rec));
+
+        /* Well after wrapping, several times, each CPU re-enabled. */
+        for (int round = 0; round < 3; round++) {
+                uint64_t before = pmu_sim_bytes_produced(f.backend, 3);
+                wait_produced(&f, 3, before + 200 * 1024);
+                _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+                ASSERT_EQ(s->n_cpus, 4);
+                check_against_truth(&f, s);
+                for (size_t i = 0; i < s->n_cpus; i++) {
+                        ASSERT_TRUE(s->cpus[i].wrapped);
+                        ASSERT_EQ(s->cpus[i].size, 64 * 1024);
+                }
+                ASSERT_OK(recorder_replenish(f.rec));
+        }
+        /* Production resumed after the thaw. */
+        uint64_t p = pmu_sim_bytes_produced(f.backend, 1);
+        wait_produced(&f, 1, p + 1);
+
+        fixture_done(&f);
+}
+
+static void test_hotplug(void) {
+        Fixture f;
+        RecorderCpuInfo info;
+
+        fixture_init(&f, 4, 1 << 20, 16 * 1024);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 4);
+
+        ASSERT_OK(pmu_sim_set_cpu_online(f.backend, 2, false));
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 1);
+        ASSERT_OK(recorder_cpu_info(f.rec, 2, &info));
+        ASSERT_EQ(info.state, RECORDER_CPU_OFFLINE);
+        ASSERT_EQ(recorder_n_recording(f.rec), 3);
+
+        /* A snapshot now has the three others, all correct. */
+        wait_produced(&f, 0, 1000);
+        _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+        ASSERT_EQ(s->n_cpus, 3);
+        check_against_truth(&f, s);
+        ASSERT_OK(recorder_replenish(f.rec));
+
+        ASSERT_OK(pmu_sim_set_cpu_online(f.backend, 2, true));
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 1);
+        ASSERT_EQ(recorder_n_recording(f.rec), 4);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 0);
+
+        fixture_done(&f);
+}
+
+/* Another intel_pt user holds CPU 1: that CPU retries with backoff, the
+ * others record; once released, CPU 1 joins. */
+static void test_busy_retry(void) {
+        Fixture f;
+        RecorderCpuInfo info;
+        struct perf_event_attr a;
+        nsec_t now = now_nsec(CLOCK_MONOTONIC);
+        int other;
+
+        fixture_init(&f, 3, 1 << 20, 16 * 1024);
+        perf_attr_intel_pt(f.pmu->type, &f.event, &a);
+        other = pmu_backend_event_open(f.backend, &a, -1, 1, -1, 0);
+        ASSERT_OK(other);
+
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now), 3);
+        ASSERT_EQ(recorder_n_recording(f.rec), 2);
+        ASSERT_OK(recorder_cpu_info(f.rec, 1, &info));
+        ASSERT_EQ(info.state, RECORDER_CPU_RETRY);
+        ASSERT_EQ(info.error, -EBUSY);
+        ASSERT_CONTAINS(info.error_text, "in use by another tracer");
+        ASSERT_TRUE(info.retry_at >= now + NSEC_PER_SEC);
+        ASSERT_EQ_U64(recorder_next_retry(f.rec), info.retry_at);
+
+        /* Not before the backoff expires; the second try doubles it. */
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now + 1), 0);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, info.retry_at), 0);
+        ASSERT_OK(recorder_cpu_info(f.rec, 1, &info));
+        ASSERT_TRUE(info.retry_at >= now + 3 * NSEC_PER_SEC);
+
+        ASSERT_OK(pmu_backend_close(f.backend, other));
+        ASSERT_EQ(recorder_sync_cpus(f.rec, info.retry_at), 1);
+        ASSERT_EQ(recorder_n_recording(f.rec), 3);
+        ASSERT_EQ_U64(recorder_next_retry(f.rec), NSEC_INFINITY);
+
+        fixture_done(&f);
+}
+
+static void test_rates_and_resize(void) {
+        Fixture f;
+        uint64_t rate = 0;
+
+        fixture_init(&f, 2, 4 << 20, 1 << 20);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 2);
+        ASSERT_OK(recorder_measure_rates(f.rec, now_nsec(CLOCK_MONOTONIC), &rate));
+        ASSERT_EQ(rate, 0); /* one reading is not a rate */
+        (void) poll(NULL, 0, 100);
+        ASSERT_OK(recorder_measure_rates(f.rec, now_nsec(CLOCK_MONOTONIC), &rate));
+        /* 4 MiB/s configured; scheduling noise on a busy 2-core machine. */
+        printf("measured %" PRIu64 " bytes/s\n", rate);
+        ASSERT_TRUE(rate > (1 << 20) && rate < (12 << 20));
+
+        ASSERT_OK(recorder_resize(f.rec, 128 * 1024));
+        ASSERT_EQ(recorder_aux_size(f.rec), 128 * 1024);
+        ASSERT_EQ(recorder_n_recording(f.rec), 2);
+        wait_produced(&f, 0, pmu_sim_bytes_produced(f.backend, 0) + 300 * 1024);
+        _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+        check_against_truth(&f, s);
+        for (size_t i = 0; i < s->n_cpus; i++)
+                ASSERT_EQ(s->cpus[i].aux_size, 128 * 1024);
+        ASSERT_ERROR(recorder_resize(f.rec, 3000), EINVAL);
+
+        fixture_done(&f);
+}
+
+typedef struct Counts {
+        unsigned aux[64], itrace[64], comm[64], other;
+} Counts;
+
+static int count_record(const void *rec, size_t size, unsigned cpu, void *userdata) {
+        Counts *c = userdata;
+        PerfRecord r;
+
+        ASSERT_OK(perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r));
+        if (r.type == PERF_RECORD_AUX) {
+                ASSERT_EQ(r.sid.cpu, cpu);
+                ASSERT_TRUE(r.aux.flags & PERF_AUX_FLAG_OVERWRITE);
+                c->aux[cpu]++;
+        } else if (r.type == PERF_RECORD_ITRACE_START)
+                c->itrace[cpu]++;
+        else if (r.type == PERF_RECORD_COMM && streq(r.comm.comm, "injected"))
+                c->comm[cpu]++;
+        else
+                c->other++;
+        return 0;
+}
+
+static void test_sideband_drain(void) {
+        Fixture f;
+        Counts c = {};
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        PerfSampleId sid = { .pid = 9, .tid = 9, .time = 1, .cpu = 63, .sample_type = PTRACED_SAMPLE_TYPE };
+
+        /* 64 emulated CPUs: those this machine lacks have emulated tracking
+         * events fed by the source. */
+        fixture_init(&f, 64, 256 * 1024, 8192);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 64);
+        ASSERT_EQ(recorder_n_slots(f.rec), 64);
+        ASSERT_OK(recorder_sideband_fd(f.rec, 63));
+        ASSERT_OK(perf_record_append_comm(&b, false, 9, 9, "injected", &sid));
+        ASSERT_OK(pmu_sim_inject_sideband(f.backend, 63, b.data, b.size));
+
+        _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+        ASSERT_EQ(s->n_cpus, 64);
+        check_against_truth(&f, s);
+
+        ASSERT_OK(recorder_drain_sideband(f.rec, count_record, &c));
+        for (unsigned i = 0; i < 64; i++) {
+                ASSERT_EQ(c.itrace[i], 1);
+                ASSERT_EQ(c.aux[i], 1);
+        }
+        ASSERT_EQ(c.comm[63], 1);
+        ASSERT_EQ(recorder_take_lost(f.rec), 0);
+        printf("freeze of 64 CPUs: %" PRIu64 " us trigger to frozen, %" PRIu64 " us to thawed\n",
+               (s->frozen_at - s->trigger_at) / 1000, (s->thawed_at - s->trigger_at) / 1000);
+
+        fixture_done(&f);
+}
+
+RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_busy_retry), TEST(test_rates_and_resize),
+          TEST(test_sideband_drain));

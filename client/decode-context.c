@@ -46,6 +46,9 @@ DecodeContext *decode_context_free(DecodeContext *ctx) {
         DECODE_FOREACH(c, ctx->cpus, ctx->n_cpus)
                 free(c->runs);
         free(ctx->cpus);
+        DECODE_FOREACH(p, ctx->pokes, ctx->n_pokes)
+                free(p->bytes);
+        free(ctx->pokes);
         strpool_done(&ctx->strings);
         free(ctx->first_error);
         return mfree(ctx);
@@ -388,6 +391,52 @@ static int handle_itrace_start(DecodeContext *ctx, const PerfRecord *r, uint64_t
         return add_run(ctx, cpu, time, r->itrace_start.pid, r->itrace_start.tid);
 }
 
+static int handle_text_poke(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        uint64_t addr = r->text_poke.addr;
+        uint16_t o = r->text_poke.old_len, n = r->text_poke.new_len;
+        DecodePoke *p;
+
+        ctx->stats.text_pokes++;
+        if ((o == 0 && n == 0) || addr + MAX(o, n) < addr)
+                return 0;
+        if (ctx->n_pokes >= DECODE_POKES_MAX) {
+                ctx->stats.text_pokes_dropped++;
+                return 0;
+        }
+        if (ctx->n_pokes == ctx->allocated_pokes) {
+                size_t na = ctx->allocated_pokes ? ctx->allocated_pokes * 2 : 16;
+                DecodePoke *l = reallocarray(ctx->pokes, na, sizeof(DecodePoke));
+                if (!l)
+                        return -ENOMEM;
+                ctx->pokes = l;
+                ctx->allocated_pokes = na;
+        }
+        p = &ctx->pokes[ctx->n_pokes];
+        *p = (DecodePoke){ .time = time, .addr = addr, .old_len = o, .new_len = n };
+        p->bytes = malloc((size_t) o + n);
+        if (!p->bytes)
+                return -ENOMEM;
+        memcpy(p->bytes, r->text_poke.old_bytes, o);
+        memcpy(p->bytes + o, r->text_poke.new_bytes, n);
+        ctx->n_pokes++;
+        return 0;
+}
+
+static int note_aux(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        DecodeCpuRuns *c;
+
+        if (!r->has_sample_id || !(r->sid.sample_type & PERF_SAMPLE_CPU) ||
+            !(r->sid.sample_type & PERF_SAMPLE_TIME))
+                return 0;
+        c = get_cpu(ctx, r->sid.cpu);
+        if (!c)
+                return -ENOMEM;
+        if (!c->has_aux || time > c->aux_time)
+                c->aux_time = time;
+        c->has_aux = true;
+        return 0;
+}
+
 static void note_error(DecodeContext *ctx, const char *stream, size_t offset, const char *what) {
         if (ctx->first_error)
                 return;
@@ -508,9 +557,13 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
                 if (k < 0)
                         return k;
         }
-        /* Streams are each in time order; several (primary/secondary) are merged. */
-        if (n > 0)
-                qsort(recs, n, sizeof(SbRecord), sbrecord_cmp);
+        /* Streams are each in time order; several (primary/secondary) are
+         * merged. One stream (a bundle's) usually needs no sort at all. */
+        for (size_t i = 1; i < n; i++)
+                if (sbrecord_cmp(&recs[i - 1], &recs[i]) > 0) {
+                        qsort(recs, n, sizeof(SbRecord), sbrecord_cmp);
+                        break;
+                }
 
         for (size_t i = 0; i < n; i++) {
                 const PerfRecord *r = &recs[i].rec;
@@ -537,6 +590,9 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
                 case PERF_RECORD_ITRACE_START:
                         k = handle_itrace_start(ctx, r, t);
                         break;
+                case PERF_RECORD_TEXT_POKE:
+                        k = handle_text_poke(ctx, r, t);
+                        break;
                 case PERF_RECORD_LOST:
                         ctx->stats.lost_records++;
                         ctx->stats.lost_events += r->lost.lost;
@@ -547,7 +603,7 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
                                 ctx->stats.aux_truncated++;
                         if (r->aux.flags & PERF_AUX_FLAG_COLLISION)
                                 ctx->stats.aux_collision++;
-                        k = 0;
+                        k = note_aux(ctx, r, t);
                         break;
                 default:
                         k = 0;
@@ -585,6 +641,15 @@ static const DecodeCpuRuns *find_cpu(const DecodeContext *ctx, uint32_t cpu) {
         if (lo < ctx->n_cpus && ctx->cpus[lo].cpu == cpu)
                 return &ctx->cpus[lo];
         return NULL;
+}
+
+int decode_context_trace_end(const DecodeContext *ctx, uint32_t cpu, uint64_t *ret) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+
+        if (!c || !c->has_aux)
+                return -ENODATA;
+        *ret = c->aux_time;
+        return 0;
 }
 
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu) {

@@ -59,11 +59,25 @@ typedef struct DecodeCpuRuns {
         uint32_t cpu;
         DecodeRun *runs;
         size_t n_runs, allocated;
+        bool has_aux;      /* an AUX record (trace data written) came from this CPU ... */
+        uint64_t aux_time; /* ... the last at this time: the trace ends no later */
 } DecodeCpuRuns;
+
+/* A change of kernel text (PERF_RECORD_TEXT_POKE: static keys, ftrace,
+ * kprobes, BPF trampolines): from time on, new_len bytes at addr are the
+ * new ones; before it, old_len bytes there were the old ones. */
+typedef struct DecodePoke {
+        uint64_t time, addr;
+        uint16_t old_len, new_len;
+        uint8_t *bytes; /* old_len old bytes, then new_len new bytes */
+} DecodePoke;
+
+/* Text pokes kept at most (a burst of ftrace patching is thousands). */
+#define DECODE_POKES_MAX 65536U
 
 typedef struct DecodeContextStats {
         uint64_t records, malformed, unknown, lost_records, lost_events, aux_truncated, aux_collision;
-        uint64_t switches, mmaps, comms, forks, exits, itrace_starts;
+        uint64_t switches, mmaps, comms, forks, exits, itrace_starts, text_pokes, text_pokes_dropped;
 } DecodeContextStats;
 
 typedef struct DecodeContext {
@@ -72,6 +86,8 @@ typedef struct DecodeContext {
         U64Map threads;   /* tid -> DecodeThread* */
         DecodeCpuRuns *cpus; /* sorted by cpu */
         size_t n_cpus;
+        DecodePoke *pokes;   /* in time order */
+        size_t n_pokes, allocated_pokes;
         bool has_time_conv; /* a perf TIME_CONV record was found */
         PerfTscConversion time_conv;
         DecodeContextStats stats;
@@ -91,6 +107,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeContext *, decode_context_free);
  * *ret_end) over which that answer holds. */
 void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t *ret_pid,
                               int32_t *ret_tid, uint64_t *ret_begin, uint64_t *ret_end);
+/* When the CPU's trace ended at the latest: the time of its last AUX
+ * record. -ENODATA when the side-band has none. */
+int decode_context_trace_end(const DecodeContext *ctx, uint32_t cpu, uint64_t *ret);
 /* Does the side-band know anything about this CPU? */
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu);
 /* The only CPU the side-band names, or -ENOENT/-ENOTUNIQ. */

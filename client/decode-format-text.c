@@ -3,6 +3,7 @@
 /* The stateless formats: branches, insn, json. */
 
 #include <inttypes.h>
+#include <pthread.h>
 
 #include "decode-format.h"
 
@@ -71,10 +72,26 @@ static int put_srcline(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_
  * keep the context fields and replace the branch fields with KIND
  * PAYLOAD, which gives TRUTH.md's "CPU TID KIND PAYLOAD" for the truth's
  * own field list. */
-/* The plain fields of a branch line, without any check per character:
- * room for all of them is reserved first. */
-static bool render_branch_fast(Decoder *d, const DecodeSegmentResult *seg, const DecodeRecord *r,
-                               const DecodeField *fields, size_t n, Buffer *b) {
+/* Branch kinds as 16-byte words, to be copied whole. */
+typedef struct KindText {
+        char text[16];
+        uint8_t len;
+} KindText;
+
+static KindText kind_texts[_DECODE_BRANCH_MAX];
+static pthread_once_t kind_texts_once = PTHREAD_ONCE_INIT;
+
+static void kind_texts_init(void) {
+        for (size_t k = 0; k < _DECODE_BRANCH_MAX; k++) {
+                const char *t = decode_branch_kind_to_string((DecodeBranchKind) k);
+                size_t n = MIN(strlen(t), sizeof(kind_texts[k].text));
+
+                memcpy(kind_texts[k].text, t, n);
+                kind_texts[k].len = (uint8_t) n;
+        }
+}
+
+static bool fields_are_fast(const DecodeField *fields, size_t n) {
         for (size_t i = 0; i < n; i++)
                 switch (fields[i]) {
                 case DECODE_FIELD_CPU:
@@ -87,8 +104,41 @@ static bool render_branch_fast(Decoder *d, const DecodeSegmentResult *seg, const
                 default:
                         return false;
                 }
-        if (buffer_reserve(b, n * 24 + 1) < 0)
-                return false;
+        return true;
+}
+
+/* Rendered lines, by what they show: code runs in loops, so the same
+ * branch comes again and again, and copying its text is cheaper than
+ * printing it. With the thread fields first (cpu, pid, tid: the same for
+ * long stretches) and the branch fields after them (from, to, kind), each
+ * part comes from a cache: one entry for the thread, a direct-mapped
+ * table for the branches. Per worker. */
+#define BRANCH_CACHE_SIZE 4096U
+#define PART_MAX 96U
+
+typedef struct BranchEntry {
+        uint64_t from, to;
+        uint8_t kind, len; /* len 0: empty */
+        char text[PART_MAX];
+} BranchEntry;
+
+struct DecodeLineCache {
+        uint32_t cpu;
+        int32_t pid, tid;
+        uint8_t ctx_len; /* 0: empty */
+        char ctx[PART_MAX];
+        BranchEntry e[BRANCH_CACHE_SIZE];
+};
+
+DecodeLineCache *decode_line_cache_free(DecodeLineCache *c) {
+        return mfree(c);
+}
+
+/* The plain fields of a branch line, without any check per character:
+ * room for all of them is reserved first (at most 20 digits and a sign,
+ * or "0x" and 16 digits, or a kind, plus a space, and the writers' slack). */
+static void render_branch_fields(const DecodeSegmentResult *seg, const DecodeRecord *r,
+                                 const DecodeField *fields, size_t n, Buffer *b) {
         for (size_t i = 0; i < n; i++) {
                 if (i > 0)
                         b->data[b->size++] = ' ';
@@ -109,13 +159,90 @@ static bool render_branch_fast(Decoder *d, const DecodeSegmentResult *seg, const
                         buf_hex_fast(b, r->to);
                         break;
                 default: {
-                        const char *k = decode_branch_kind_to_string(r->kind);
-                        buf_str_fast(b, k, strlen(k));
+                        const KindText *k =
+                                &kind_texts[r->kind < _DECODE_BRANCH_MAX ? r->kind : DECODE_BRANCH_OTHER];
+                        memcpy(b->data + b->size, k->text, sizeof(k->text));
+                        b->size += k->len;
                 }
                 }
         }
         b->data[b->size++] = '\n';
-        return true;
+}
+
+static int render_branch_fast(Decoder *d, DecodeWorker *w, const DecodeSegmentResult *seg,
+                              const DecodeRecord *r, const DecodeField *fields, size_t n, Buffer *b) {
+        size_t k = d->branches_split, start;
+        DecodeLineCache *c;
+        BranchEntry *e;
+        size_t need = MAX(n * 24 + 1, (size_t) 2 * PART_MAX + 2) + DECODE_FAST_SLACK;
+
+        if (_unlikely_(b->allocated - b->size < need) && buffer_reserve(b, need) < 0)
+                return -ENOMEM;
+        if (k == 0) {
+                render_branch_fields(seg, r, fields, n, b);
+                return 0;
+        }
+        c = w->lines;
+        if (_unlikely_(!c)) {
+                c = w->lines = calloc(1, sizeof(DecodeLineCache));
+                if (!c)
+                        return -ENOMEM;
+        }
+
+        /* The thread part (fields [0, k)), then a space. */
+        if (c->ctx_len == 0 || c->tid != r->tid || c->pid != r->pid || c->cpu != seg->cpu) {
+                start = b->size;
+                render_branch_fields(seg, r, fields, k, b); /* ends with a newline */
+                c->ctx_len = (uint8_t) (b->size - start);
+                memcpy(c->ctx, b->data + start, c->ctx_len);
+                c->ctx[c->ctx_len - 1] = ' ';
+                c->cpu = seg->cpu;
+                c->pid = r->pid;
+                c->tid = r->tid;
+                b->size = start;
+        }
+        memcpy(b->data + b->size, c->ctx, PART_MAX);
+        b->size += c->ctx_len;
+
+        /* The branch part (fields [k, n)) with its newline. */
+        e = &c->e[hash_u64(r->from ^ (r->to << 1) ^ r->kind) & (BRANCH_CACHE_SIZE - 1)];
+        if (e->len > 0 && e->from == r->from && e->to == r->to && e->kind == r->kind) {
+                memcpy(b->data + b->size, e->text, PART_MAX);
+                b->size += e->len;
+                return 0;
+        }
+        start = b->size;
+        render_branch_fields(seg, r, fields + k, n - k, b);
+        e->from = r->from;
+        e->to = r->to;
+        e->kind = r->kind;
+        e->len = (uint8_t) (b->size - start);
+        memcpy(e->text, b->data + start, e->len);
+        return 0;
+}
+
+void decode_format_branches_setup(Decoder *d) {
+        size_t n;
+        const DecodeField *fields = fields_of(d, &n);
+
+        size_t k = 0;
+
+        (void) pthread_once(&kind_texts_once, kind_texts_init);
+        d->branches_fast = fields_are_fast(fields, n);
+        /* Thread fields first, then branch fields, each part short enough
+         * for a cache entry (22 bytes a field at most, with the space). */
+        while (k < n &&
+               (fields[k] == DECODE_FIELD_CPU || fields[k] == DECODE_FIELD_PID || fields[k] == DECODE_FIELD_TID))
+                k++;
+        d->branches_split = 0;
+        if (d->branches_fast && k > 0 && k < n && k * 22 + 1 <= PART_MAX && (n - k) * 22 + 1 <= PART_MAX) {
+                bool rest = true;
+                for (size_t i = k; i < n; i++)
+                        rest = rest && (fields[i] == DECODE_FIELD_FROM || fields[i] == DECODE_FIELD_TO ||
+                                        fields[i] == DECODE_FIELD_KIND);
+                if (rest)
+                        d->branches_split = k;
+        }
 }
 
 static int render_branches(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const DecodeSegmentResult *seg,
@@ -129,8 +256,8 @@ static int render_branches(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, c
                 return 0;
         if (r->type == DECODE_RECORD_EVENT && !d->opts.events)
                 return 0;
-        if (r->type == DECODE_RECORD_BRANCH && render_branch_fast(d, seg, r, fields, n, b))
-                return 0;
+        if (r->type == DECODE_RECORD_BRANCH && d->branches_fast)
+                return render_branch_fast(d, w, seg, r, fields, n, b);
         for (size_t i = 0; i < n; i++) {
                 DecodeField f = fields[i];
 

@@ -45,6 +45,10 @@ extern const DecodeFormatter decode_format_folded;
 extern const DecodeFormatter decode_format_perfetto;
 extern const DecodeFormatter decode_format_summary;
 
+/* Prepares what --format=branches precomputes (d->branches_fast). */
+void decode_format_branches_setup(Decoder *d);
+DecodeLineCache *decode_line_cache_free(DecodeLineCache *c);
+
 /* Shared pieces. */
 int decode_put_time(const Decoder *d, const DecodeRecord *r, Buffer *b);
 /* Time relative to the trigger ("-1.234567ms"), or the perf time without one. */

@@ -35,6 +35,13 @@ struct DecodeLoadedImage {
         bool matched; /* some side-band mapping resolved to it */
 };
 
+/* A range of kernel text some text poke changed (overlapping pokes merged). */
+typedef struct PokeRegion {
+        uint64_t start, end;
+        size_t *pokes; /* indices into ctx->pokes of those touching it, in time order */
+        size_t n_pokes;
+} PokeRegion;
+
 struct DecodeImages {
         const DecodeInput *in;
         const DecodeContext *ctx;
@@ -42,14 +49,21 @@ struct DecodeImages {
         DecodeLoadedImage *images;
         size_t n_images;
 
+        /* Text pokes: epoch e starts at poke_times[e - 1] (epoch 0 before
+         * the first); regions sorted by address. */
+        uint64_t *poke_times;
+        size_t n_epochs;
+        PokeRegion *regions;
+        size_t n_regions;
+
         pthread_mutex_t lock; /* protects everything below */
-        /* isid -> section, in chunks that never move once allocated, so
-         * workers can read entries for isids they were handed (after taking
-         * the lock once to get their view) without locking again. */
+        /* isid (of the shared section cache) -> section, so that a file
+         * range placed twice is one section; in chunks that never move once
+         * allocated. Workers use their own isids (DecodeImageCache). */
         DecodeSection **by_isid[ISID_CHUNKS];
         DecodeSection **globals;
         size_t n_globals;
-        U64Map views;       /* (pid << 32 | version) -> DecodeView* ; pid unknown uses key UINT64_MAX */
+        U64Map views;       /* (pid << 32 | version) -> DecodeView*[n_epochs]; pid unknown: key UINT64_MAX */
         U64Map resolutions; /* mapping key -> (image index + 1), or SIZE_MAX for none */
         char **notes;
         size_t n_notes;
@@ -91,9 +105,17 @@ DecodeImages *decode_images_free(DecodeImages *im) {
 
         if (!im)
                 return NULL;
-        for (size_t i = 0; u64map_next(&im->views, &i, NULL, &v);)
-                view_free(v);
+        for (size_t i = 0; u64map_next(&im->views, &i, NULL, &v);) {
+                DecodeView **set = v;
+                for (size_t e = 0; e < im->n_epochs; e++)
+                        view_free(set[e]);
+                free(set);
+        }
         u64map_done(&im->views);
+        free(im->poke_times);
+        DECODE_FOREACH(rg, im->regions, im->n_regions)
+                free(rg->pokes);
+        free(im->regions);
         u64map_done(&im->resolutions);
         for (size_t c = 0; c < ISID_CHUNKS; c++) {
                 if (!im->by_isid[c])
@@ -440,6 +462,196 @@ static DecodeLoadedImage *resolve_mapping_cached(DecodeImages *im, const DecodeM
         return li;
 }
 
+static int region_cmp(const void *a, const void *b) {
+        const PokeRegion *x = a, *y = b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+static const PokeRegion *poke_region(const DecodeImages *im, uint64_t addr) {
+        size_t lo = 0, hi = im->n_regions;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (im->regions[mid].start <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo > 0 && addr < im->regions[lo - 1].end ? &im->regions[lo - 1] : NULL;
+}
+
+/* Epochs and regions of the side-band's text pokes. */
+static int pokes_init(DecodeImages *im) {
+        const DecodeContext *ctx = im->ctx;
+        size_t n = 0;
+
+        im->n_epochs = 1;
+        if (ctx->n_pokes == 0)
+                return 0;
+        im->poke_times = calloc(ctx->n_pokes, sizeof(uint64_t));
+        im->regions = calloc(ctx->n_pokes, sizeof(PokeRegion));
+        if (!im->poke_times || !im->regions)
+                return -ENOMEM;
+        /* Pokes at the same time make one epoch boundary. */
+        DECODE_FOREACH(p, ctx->pokes, ctx->n_pokes)
+                if (n == 0 || im->poke_times[n - 1] != p->time)
+                        im->poke_times[n++] = p->time;
+        im->n_epochs = n + 1;
+
+        DECODE_FOREACH(p, ctx->pokes, ctx->n_pokes)
+                im->regions[im->n_regions++] = (PokeRegion){
+                        .start = p->addr,
+                        .end = p->addr + MAX(p->old_len, p->new_len),
+                };
+        qsort(im->regions, im->n_regions, sizeof(PokeRegion), region_cmp);
+        n = 0;
+        for (size_t i = 0; i < im->n_regions; i++) {
+                if (n > 0 && im->regions[i].start <= im->regions[n - 1].end)
+                        im->regions[n - 1].end = MAX(im->regions[n - 1].end, im->regions[i].end);
+                else
+                        im->regions[n++] = im->regions[i];
+        }
+        im->n_regions = n;
+        for (size_t i = 0; i < ctx->n_pokes; i++) {
+                const DecodePoke *p = &ctx->pokes[i];
+                PokeRegion *rg = (PokeRegion *) poke_region(im, p->addr);
+                size_t *l;
+
+                if (!rg)
+                        return -EINVAL; /* cannot be: the regions cover every poke */
+                l = reallocarray(rg->pokes, rg->n_pokes + 1, sizeof(size_t));
+                if (!l)
+                        return -ENOMEM;
+                rg->pokes = l;
+                rg->pokes[rg->n_pokes++] = i;
+        }
+        return 0;
+}
+
+/* The epoch of time, and the span it covers. */
+static size_t epoch_at(const DecodeImages *im, uint64_t time, uint64_t *ret_begin, uint64_t *ret_end) {
+        size_t lo = 0, hi = im->n_epochs - 1;
+
+        if (time == DECODE_TIME_UNKNOWN)
+                lo = im->n_epochs - 1; /* no idea when: the text as it ended up */
+        else
+                while (lo < hi) {
+                        size_t mid = (lo + hi) / 2;
+                        if (im->poke_times[mid] <= time)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+        *ret_begin = lo == 0 ? 0 : im->poke_times[lo - 1];
+        *ret_end = lo + 1 < im->n_epochs ? im->poke_times[lo] : DECODE_TIME_INFINITY;
+        return lo;
+}
+
+/* Bytes of the poked text at addr in epoch e, as many as are known in a
+ * row (up to n): a byte is the new one of the last poke in effect (its
+ * time is one of the first e poke times) covering it, else the old one of
+ * the first poke not yet in effect. 0 outside the regions (the image has
+ * the bytes there) or where no poke says (code that appeared later). */
+static size_t poke_read(const DecodeImages *im, size_t e, uint64_t addr, uint8_t *buf, size_t n) {
+        const PokeRegion *rg = poke_region(im, addr);
+        const DecodeContext *ctx = im->ctx;
+        size_t done = 0;
+
+        if (!rg)
+                return 0;
+        for (; done < n && addr + done < rg->end; done++) {
+                uint64_t a = addr + done;
+                bool known = false;
+                uint8_t byte = 0;
+
+                for (size_t k = 0; k < rg->n_pokes; k++) {
+                        const DecodePoke *p = &ctx->pokes[rg->pokes[k]];
+                        bool in_effect = e > 0 && p->time <= im->poke_times[e - 1];
+
+                        if (in_effect && a - p->addr < p->new_len) {
+                                byte = p->bytes[p->old_len + (a - p->addr)];
+                                known = true; /* a later one in effect may still follow */
+                        } else if (!in_effect && a - p->addr < p->old_len) {
+                                if (!known)
+                                        byte = p->bytes[a - p->addr];
+                                known = true;
+                                break; /* the first not in effect; later ones are later still */
+                        }
+                }
+                if (!known)
+                        break;
+                buf[done] = byte;
+        }
+        return done;
+}
+
+/* libipt's view of the poked regions: they are holes in the image's
+ * sections (split_globals()), filled by this callback from the view's
+ * epoch. libipt does not cache what it reads this way, so one pt_image
+ * per view and epoch is all it takes. */
+static int poke_callback(uint8_t *buffer, size_t size, const struct pt_asid *asid, uint64_t ip,
+                         void *context) {
+        const DecodeView *v = context;
+        size_t n;
+
+        (void) asid;
+        n = poke_read(v->images, v->epoch, ip, buffer, size);
+        return n > 0 ? (int) n : -pte_nomap;
+}
+
+/* The global sections (kernel text, images at fixed addresses) without
+ * the poked regions. */
+static int split_globals(DecodeImages *im) {
+        DecodeSection **l = NULL;
+        size_t n = 0;
+        int r;
+
+        if (im->n_regions == 0)
+                return 0;
+        for (size_t i = 0; i < im->n_globals; i++) {
+                DecodeSection *g = im->globals[i];
+                uint64_t a = g->vaddr, end = g->vaddr + g->size;
+
+                /* The pieces between the regions that overlap it. */
+                while (a < end) {
+                        uint64_t b = end;
+                        DecodeSection *piece;
+
+                        DECODE_FOREACH(rg, im->regions, im->n_regions) {
+                                if (rg->end <= a || rg->start >= b)
+                                        continue;
+                                if (rg->start <= a) {
+                                        a = rg->end; /* a starts in a region */
+                                        b = end;
+                                        continue;
+                                }
+                                b = MIN(b, rg->start);
+                        }
+                        if (a >= b)
+                                break;
+                        if (a == g->vaddr && b == end)
+                                piece = g;
+                        else {
+                                r = register_section(im, g->image, g->file_offset + (a - g->vaddr), b - a, a,
+                                                     g->link_vaddr + (a - g->vaddr), &piece);
+                                if (r < 0)
+                                        goto fail;
+                        }
+                        r = append_section(&l, &n, piece);
+                        if (r < 0)
+                                goto fail;
+                        a = b;
+                }
+        }
+        free(im->globals);
+        im->globals = l;
+        im->n_globals = n;
+        return 0;
+fail:
+        free(l);
+        return r;
+}
+
 int decode_images_new(const DecodeInput *in, const DecodeContext *ctx, DecodeImages **ret) {
         _cleanup_(decode_images_freep) DecodeImages *im = NULL;
         void *v;
@@ -505,6 +717,12 @@ int decode_images_new(const DecodeInput *in, const DecodeContext *ctx, DecodeIma
                         return r;
         }
 
+        r = pokes_init(im);
+        if (r >= 0)
+                r = split_globals(im);
+        if (r < 0)
+                return r;
+
         *ret = TAKE_PTR(im);
         return 0;
 }
@@ -531,7 +749,8 @@ static int sort_view(DecodeView *v) {
         return 0;
 }
 
-static int build_view(DecodeImages *im, int32_t pid, size_t version, uint64_t begin, DecodeView **ret) {
+static int build_view(DecodeImages *im, int32_t pid, size_t version, uint64_t begin, size_t epoch,
+                      DecodeView **ret) {
         const DecodeProcess *p = decode_context_process(im->ctx, pid);
         DecodeView *v;
         int r;
@@ -539,8 +758,10 @@ static int build_view(DecodeImages *im, int32_t pid, size_t version, uint64_t be
         v = calloc(1, sizeof(*v));
         if (!v)
                 return -ENOMEM;
+        v->images = im;
         v->pid = pid;
         v->version = version;
+        v->epoch = epoch;
         if (p)
                 DECODE_FOREACH(m, p->maps, p->n_maps) {
                         DecodeLoadedImage *li;
@@ -583,9 +804,9 @@ fail:
 int decode_images_view(DecodeImages *im, int32_t pid, uint64_t time, const DecodeView **ret, uint64_t *ret_begin,
                        uint64_t *ret_end) {
         const DecodeProcess *p = decode_context_process(im->ctx, pid);
-        uint64_t begin = 0, end = DECODE_TIME_INFINITY, key;
-        size_t version = 0;
-        DecodeView *v;
+        uint64_t begin = 0, end = DECODE_TIME_INFINITY, ebegin, eend, key;
+        size_t version = 0, epoch;
+        DecodeView **set, *v = NULL;
         int r = 0;
 
         if (p)
@@ -593,37 +814,33 @@ int decode_images_view(DecodeImages *im, int32_t pid, uint64_t time, const Decod
         else
                 pid = DECODE_PID_UNKNOWN;
         key = pid == DECODE_PID_UNKNOWN ? UINT64_MAX : ((uint64_t) (uint32_t) pid << 32 | (uint32_t) version);
+        epoch = epoch_at(im, time, &ebegin, &eend);
 
         pthread_mutex_lock(&im->lock);
-        v = u64map_get(&im->views, key);
-        if (!v) {
-                r = build_view(im, pid, version, begin, &v);
-                if (r >= 0) {
-                        r = u64map_put(&im->views, key, v);
-                        if (r < 0)
-                                view_free(v);
-                }
+        set = u64map_get(&im->views, key);
+        if (!set) {
+                set = calloc(im->n_epochs, sizeof(DecodeView *));
+                if (!set)
+                        r = -ENOMEM;
+                else if ((r = u64map_put(&im->views, key, set)) < 0)
+                        set = mfree(set);
         }
+        if (set && !set[epoch]) {
+                r = build_view(im, pid, version, begin, epoch, &v);
+                if (r >= 0)
+                        set[epoch] = v;
+        }
+        if (set)
+                v = set[epoch];
         pthread_mutex_unlock(&im->lock);
         if (r < 0)
                 return r;
         *ret = v;
         if (ret_begin)
-                *ret_begin = begin;
+                *ret_begin = time == DECODE_TIME_UNKNOWN ? begin : MAX(begin, ebegin);
         if (ret_end)
-                *ret_end = end;
+                *ret_end = MIN(end, eend);
         return 0;
-}
-
-const DecodeSection *decode_images_section(const DecodeImages *im, int isid) {
-        DecodeSection **chunk;
-
-        /* A worker only asks for isids libipt handed it, registered before
-         * the worker got its view (under the lock), so no lock is needed. */
-        if (isid <= 0 || (size_t) isid >= (size_t) ISID_CHUNK * ISID_CHUNKS)
-                return NULL;
-        chunk = im->by_isid[isid / ISID_CHUNK];
-        return chunk ? chunk[isid % ISID_CHUNK] : NULL;
 }
 
 const DecodeSection *decode_view_find(const DecodeView *v, uint64_t addr) {
@@ -657,8 +874,16 @@ size_t decode_view_read(const DecodeView *v, uint64_t addr, uint8_t *buf, size_t
                 const DecodeSection *s = decode_view_find(v, addr + done);
                 uint64_t off, k;
 
-                if (!s)
-                        break;
+                if (!s) {
+                        /* A poked region, as of the view's epoch? */
+                        k = v->images->n_regions > 0
+                                    ? poke_read(v->images, v->epoch, addr + done, buf + done, n - done)
+                                    : 0;
+                        if (k == 0)
+                                break;
+                        done += k;
+                        continue;
+                }
                 off = addr + done - s->vaddr;
                 k = MIN((uint64_t) (n - done), s->size - off);
                 memcpy(buf + done, s->bytes + off, k);
@@ -735,9 +960,17 @@ char *decode_images_explain_missing(DecodeImages *im, int32_t pid, uint64_t addr
         }
 }
 
+/* A worker's own section cache: libipt's sections (their mappings and
+ * block caches) take a lock on every instruction read outside the block
+ * cache (pt_image_read maps and unmaps the section), so workers sharing
+ * them contend on every such read. Each worker therefore has its own
+ * section objects for the same files, and its own isid numbers. */
 struct DecodeImageCache {
         DecodeImages *im;
+        struct pt_image_section_cache *iscache;
         U64Map images; /* view pointer -> struct pt_image* */
+        const DecodeSection **by_isid; /* this cache's isid -> section */
+        size_t n_by_isid;
 };
 
 int decode_image_cache_new(DecodeImages *im, DecodeImageCache **ret) {
@@ -746,6 +979,12 @@ int decode_image_cache_new(DecodeImages *im, DecodeImageCache **ret) {
         if (!c)
                 return -ENOMEM;
         c->im = im;
+        c->iscache = pt_iscache_alloc("ptctl-decode-worker");
+        if (!c->iscache) {
+                free(c);
+                return -ENOMEM;
+        }
+        (void) pt_iscache_set_limit(c->iscache, UINT64_C(4) << 30);
         *ret = c;
         return 0;
 }
@@ -758,7 +997,53 @@ DecodeImageCache *decode_image_cache_free(DecodeImageCache *c) {
         for (size_t i = 0; u64map_next(&c->images, &i, NULL, &v);)
                 pt_image_free(v);
         u64map_done(&c->images);
+        pt_iscache_free(c->iscache);
+        free(c->by_isid);
         return mfree(c);
+}
+
+int decode_image_cache_reset(DecodeImageCache *c) {
+        struct pt_image_section_cache *n;
+        void *v;
+
+        n = pt_iscache_alloc("ptctl-decode-worker");
+        if (!n)
+                return -ENOMEM;
+        (void) pt_iscache_set_limit(n, UINT64_C(4) << 30);
+        for (size_t i = 0; u64map_next(&c->images, &i, NULL, &v);)
+                pt_image_free(v);
+        u64map_done(&c->images);
+        pt_iscache_free(c->iscache);
+        c->iscache = n;
+        if (c->by_isid)
+                memset(c->by_isid, 0, c->n_by_isid * sizeof(DecodeSection *));
+        return 0;
+}
+
+const DecodeSection *decode_image_cache_section(const DecodeImageCache *c, int isid) {
+        if (isid <= 0 || (size_t) isid >= c->n_by_isid)
+                return NULL;
+        return c->by_isid[isid];
+}
+
+static int cache_section(DecodeImageCache *c, const DecodeSection *sec, int *ret) {
+        int isid = pt_iscache_add_file(c->iscache, sec->image->img->path, sec->file_offset, sec->size,
+                                       sec->vaddr);
+
+        if (isid <= 0)
+                return -EIO;
+        if ((size_t) isid >= c->n_by_isid) {
+                size_t n = MAX((size_t) isid + 1, c->n_by_isid * 2);
+                const DecodeSection **l = reallocarray(c->by_isid, n, sizeof(DecodeSection *));
+                if (!l)
+                        return -ENOMEM;
+                memset(l + c->n_by_isid, 0, (n - c->n_by_isid) * sizeof(DecodeSection *));
+                c->by_isid = l;
+                c->n_by_isid = n;
+        }
+        c->by_isid[isid] = sec;
+        *ret = isid;
+        return 0;
 }
 
 int decode_image_cache_get(DecodeImageCache *c, const DecodeView *v, struct pt_image **ret) {
@@ -773,11 +1058,19 @@ int decode_image_cache_get(DecodeImageCache *c, const DecodeView *v, struct pt_i
         if (!img)
                 return -ENOMEM;
         for (size_t i = 0; i < v->n_sections; i++) {
-                r = pt_image_add_cached(img, c->im->iscache, v->sections[i]->isid, NULL);
+                int isid;
+
+                r = cache_section(c, v->sections[i], &isid);
+                if (r >= 0 && pt_image_add_cached(img, c->iscache, isid, NULL) < 0)
+                        r = -EIO;
                 if (r < 0) {
                         pt_image_free(img);
-                        return -EIO;
+                        return r;
                 }
+        }
+        if (c->im->n_regions > 0 && pt_image_set_callback(img, poke_callback, (void *) v) < 0) {
+                pt_image_free(img);
+                return -EIO;
         }
         r = u64map_put(&c->images, (uint64_t) (uintptr_t) v, img);
         if (r < 0) {

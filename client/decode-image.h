@@ -15,6 +15,16 @@
  *
  * Views are created lazily under a lock: only the versions a trace
  * actually reaches cost anything.
+ *
+ * Kernel text changes over time too (TEXT_POKE records, decode-context.h).
+ * The kernel's image is one state of it (kcore copied at the trigger, or a
+ * vmlinux from before any poke); the pokes say the rest: at time t a poked
+ * byte is the new byte of the last poke at or before t covering it, else
+ * the old byte of the first poke after t, so the image's own state does
+ * not matter. The span between two poke times is an *epoch*, and a view
+ * is one process version in one epoch. The poked regions are holes in the
+ * sections libipt gets; it reads them through a callback, from the view's
+ * epoch (libipt caches nothing of what it reads that way).
  */
 
 #include <pthread.h>
@@ -39,16 +49,18 @@ typedef struct DecodeSection {
         uint64_t link_vaddr;   /* the image's own (link-time) address of vaddr */
 } DecodeSection;
 
+typedef struct DecodeImages DecodeImages;
+
 typedef struct DecodeView {
+        const DecodeImages *images;
         int32_t pid; /* DECODE_PID_UNKNOWN: global sections only */
         size_t version;
+        size_t epoch;  /* of the text pokes: how many poke times lie at or before it */
         DecodeSection **sections; /* in the order libipt gets them: a later one wins where they overlap */
         size_t n_sections;
         DecodeSection **sorted;   /* by vaddr, for lookups */
         size_t *rank;             /* sorted[i] is sections[rank[i]] */
 } DecodeView;
-
-typedef struct DecodeImages DecodeImages;
 
 /* Load every image of in (ELF headers, build-ids, file mappings), match
  * them against the side-band's mappings and create the global sections.
@@ -63,11 +75,11 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeImages *, decode_images_free);
 char *const *decode_images_notes(const DecodeImages *im);
 struct pt_image_section_cache *decode_images_iscache(DecodeImages *im);
 
-/* The view for pid (DECODE_PID_UNKNOWN for none) at time. Thread-safe. */
+/* The view for pid (DECODE_PID_UNKNOWN for none) at time, and the span of
+ * time it holds for (process version and text-poke epoch). Thread-safe. */
 int decode_images_view(DecodeImages *im, int32_t pid, uint64_t time, const DecodeView **ret,
                        uint64_t *ret_begin, uint64_t *ret_end);
 
-const DecodeSection *decode_images_section(const DecodeImages *im, int isid);
 const DecodeSection *decode_view_find(const DecodeView *v, uint64_t addr);
 /* Copy up to n bytes at addr from the view; returns bytes copied (0 when unmapped). */
 size_t decode_view_read(const DecodeView *v, uint64_t addr, uint8_t *buf, size_t n);
@@ -89,3 +101,8 @@ int decode_image_cache_new(DecodeImages *im, DecodeImageCache **ret);
 DecodeImageCache *decode_image_cache_free(DecodeImageCache *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeImageCache *, decode_image_cache_free);
 int decode_image_cache_get(DecodeImageCache *c, const DecodeView *v, struct pt_image **ret);
+/* Start afresh: new libipt sections, so no block cache (images handed out
+ * before are freed). */
+int decode_image_cache_reset(DecodeImageCache *c);
+/* The section behind an isid of this cache's images (a block's isid). */
+const DecodeSection *decode_image_cache_section(const DecodeImageCache *c, int isid);

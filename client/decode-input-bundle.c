@@ -231,6 +231,7 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                 in->has_tsc_conversion = true;
                 in->tsc_conversion = m->tsc.conversion;
         }
+        in->traced = decode_traced_from_config(m->pmu.config_text);
         in->cpuid_15_eax = m->tsc.cpuid_15_eax;
         in->cpuid_15_ebx = m->tsc.cpuid_15_ebx;
         in->nom_freq = m->tsc.nominal_freq <= UINT8_MAX ? (uint8_t) m->tsc.nominal_freq : 0;

@@ -25,6 +25,21 @@ int decode_input_new(const char *description, DecodeInput **ret) {
         return 0;
 }
 
+DecodeTraced decode_traced_from_config(const char *config_text) {
+        const char *slash = config_text ? strrchr(config_text, '/') : NULL;
+        bool u, k;
+
+        if (!slash)
+                return DECODE_TRACED_UNKNOWN;
+        u = strchr(slash + 1, 'u');
+        k = strchr(slash + 1, 'k');
+        if (u && !k)
+                return DECODE_TRACED_USER;
+        if (k && !u)
+                return DECODE_TRACED_KERNEL;
+        return DECODE_TRACED_BOTH;
+}
+
 void decode_image_done(DecodeImage *img) {
         if (!img)
                 return;

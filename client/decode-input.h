@@ -88,6 +88,18 @@ typedef struct DecodeCpuModel {
         uint8_t model, stepping;
 } DecodeCpuModel;
 
+/* Which privilege levels the trace covers, as recorded ("/u", "/k"). */
+typedef enum DecodeTraced {
+        DECODE_TRACED_UNKNOWN, /* raw traces: the decoder looks at the trace */
+        DECODE_TRACED_USER,
+        DECODE_TRACED_KERNEL,
+        DECODE_TRACED_BOTH,
+} DecodeTraced;
+
+/* From perf's event syntax "intel_pt/.../u": the modifiers after the last
+ * slash (none, or both u and k: both). */
+DecodeTraced decode_traced_from_config(const char *config_text);
+
 typedef struct DecodeInput {
         char *description; /* "raw trace pt.bin", "bundle /var/lib/..." */
 
@@ -107,6 +119,7 @@ typedef struct DecodeInput {
         char *kernel_absent_reason; /* why there is no kernel image, or NULL */
 
         DecodeCpuModel cpu_model;
+        DecodeTraced traced;
         uint8_t mtc_freq, nom_freq;
         uint32_t cpuid_15_eax, cpuid_15_ebx;
 

@@ -25,7 +25,9 @@
 
 #include <intel-pt.h>
 
+#include "decode-format.h"
 #include "decode.h"
+#include "decode-starts.h"
 
 typedef struct SegState {
         Decoder *d;
@@ -47,17 +49,12 @@ typedef struct SegState {
         /* A thread switch adopted ahead of the trace's (lagging) time:
          * context lookups use at least this perf time. */
         uint64_t floor;
-        uint64_t last_disable; /* perf time of the last trace stop */
-        bool has_last_disable;
         bool switch_ip_mode;   /* the kernel is traced: threads change at __switch_to */
         bool seen_switch_to;   /* a jump to __switch_to was seen in this segment */
         bool pwre_pending, pwre_hw;
         uint8_t pwre_state, pwre_sub;
         bool in_user_region;   /* between a trace start in user space and the next stop */
-        uint64_t guess_ip;
-        bool guess;            /* the thread since the last trace start is a guess */
-        uint64_t guess_tsc;
-        size_t guess_from;     /* first record of that stretch */
+        bool starts_mode;      /* kernel not traced: threads change at trace starts (decode-starts.h) */
 
         bool pending; /* the last block ended with a branch whose target is the next IP */
         uint64_t pending_ip;
@@ -70,6 +67,8 @@ typedef struct SegState {
         uint64_t blocks_since_check, last_offset, tail_blocks;
         bool stalled;
         DecodeRecord scratch; /* target of emit() when records are not kept */
+        DecodeRenderState render; /* with d->render_in_workers: the format's state across chunks */
+        bool other_mode;          /* a block ran in another mode than 64-bit */
 } SegState;
 
 static uint64_t perf_time(const SegState *s) {
@@ -115,7 +114,7 @@ static int refresh_context(SegState *s, bool force) {
          * user-only trace a stretch from trace start to trace stop is one
          * thread's (switches happen in the kernel); with the kernel traced,
          * at __switch_to. */
-        bool by_time = !s->switch_ip_mode && !s->in_user_region;
+        bool by_time = !s->switch_ip_mode && !s->starts_mode && !s->in_user_region;
 
         if (force || (by_time && (t < s->ctx_begin || t >= s->ctx_end))) {
                 decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, &pid, &tid, &s->ctx_begin, &s->ctx_end);
@@ -135,46 +134,55 @@ static int refresh_context(SegState *s, bool force) {
 /*
  * Thread switches. The trace's time lags: libipt knows the time of the
  * last timing packet, up to one MTC period (d->switch_slack_ns) before the
- * instruction, while side-band switch records carry the true time. Where
- * the trace itself shows a switch we take the side-band's next switches
- * within that lag:
+ * instruction, while side-band switch records carry the true time. So
+ * threads change where the trace shows a switch:
  *
  *   - at a jump to __switch_to with the kernel traced (perf's switch_ip):
- *     exactly one switch happens there;
+ *     exactly one switch happens there, the side-band's next one;
  *   - at a CR3 write (PIP) when __switch_to is not known: the same;
- *   - at a trace start (TIP.PGE) whose IP has no code in the current
- *     thread's address space: in a user-only trace switches happen while
- *     tracing is off, so the switches since the last stop have happened.
- *
- * A trace start is then settled at the first timing update after it, if
- * that comes before the next stop: that time is past the TIP.PGE and not
- * past the next stop, so the thread the side-band has at that time is the
- * one that ran (see settle_guess()).
+ *   - with the kernel not traced, at a trace start (TIP.PGE, or an OVF
+ *     that resolves): the thread switched in last before it, by the
+ *     bounds its timing packets give (decode-starts.h).
  */
-static int adopt_switches(SegState *s, uint64_t after, uint64_t ip) {
-        uint64_t t = perf_time(s), at = MAX(t, s->floor), begin, end, take = 0;
+/* The point (decode-starts.h) the decoder has just read, and the thread
+ * current there. */
+static const DecodeStart *point_thread(SegState *s, int32_t *ret_pid, int32_t *ret_tid,
+                                       uint64_t *ret_begin) {
+        const DecodeStart *st;
+        uint64_t pos = 0, t;
+
+        if (pt_blk_get_offset(s->dec, &pos) < 0)
+                return NULL;
+        st = decode_starts_find(&s->w->starts, pos);
+        if (!st)
+                return NULL;
+        if (st->has_hi) {
+                t = perf_tsc_to_time(&s->d->clock.conversion, st->hi_tsc);
+                if (st->hi_after && t > 0)
+                        t--; /* only switches strictly before it */
+        } else if (decode_context_trace_end(s->d->ctx, s->ctx_cpu, &t) < 0)
+                /* No timing packet after it, and no word on when the trace
+                 * ended: whoever the side-band has last. */
+                t = DECODE_TIME_INFINITY - 2;
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, ret_pid, ret_tid, ret_begin, NULL);
+        if (*ret_pid == DECODE_PID_UNKNOWN && *ret_tid != DECODE_PID_UNKNOWN)
+                *ret_pid = decode_context_pid_of(s->d->ctx, *ret_tid);
+        return st;
+}
+
+static int start_thread(SegState *s) {
+        const DecodeStart *st;
+        uint64_t begin;
         int32_t pid, tid;
 
-        if (!s->d->clock.has_conversion || !s->has_time)
-                return 0;
-        for (;;) {
-                const DecodeView *v;
-
-                decode_context_thread_at(s->d->ctx, s->ctx_cpu, at, &pid, &tid, &begin, &end);
-                if (end == DECODE_TIME_INFINITY || end > t + s->d->switch_slack_ns || end <= after)
-                        break;
-                at = end;
-                decode_context_thread_at(s->d->ctx, s->ctx_cpu, at, &pid, &tid, &begin, &end);
-                if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
-                        pid = decode_context_pid_of(s->d->ctx, tid);
-                /* Only a thread that has code where tracing starts. */
-                if (decode_images_view(s->d->images, pid, at, &v, NULL, NULL) >= 0 && decode_view_find(v, ip))
-                        take = at;
-        }
-        if (take == 0)
-                return 0;
-        s->floor = MAX(s->floor, take);
-        return refresh_context(s, true);
+        st = point_thread(s, &pid, &tid, &begin);
+        if (!st || st->event)
+                return refresh_context(s, true);
+        s->pid = pid;
+        s->tid = tid;
+        /* The switch came before the start: address spaces as of then at least. */
+        s->floor = MAX(s->floor, begin);
+        return set_view(s, perf_time(s));
 }
 
 /* In switch_ip mode threads change one switch at a time, in the
@@ -226,40 +234,6 @@ static int first_switch(SegState *s) {
         return refresh_context(s, true);
 }
 
-/* The guess made at a trace start, settled by a later time. */
-static int settle_guess(SegState *s) {
-        uint64_t t, begin, end;
-        int32_t pid, tid;
-        int r;
-
-        s->guess = false;
-        if (!s->d->clock.has_conversion || s->switch_ip_mode)
-                return 0;
-        t = perf_time(s);
-        decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, &pid, &tid, &begin, &end);
-        if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
-                pid = decode_context_pid_of(s->d->ctx, tid);
-        if (tid == s->tid && pid == s->pid)
-                return 0;
-        /* Another process must have code where tracing started. */
-        if (pid != s->pid) {
-                const DecodeView *v;
-                if (decode_images_view(s->d->images, pid, t, &v, NULL, NULL) < 0 || !decode_view_find(v, s->guess_ip))
-                        return 0;
-        }
-        s->floor = MAX(s->floor, begin);
-        r = refresh_context(s, true);
-        if (r < 0)
-                return r;
-        /* The records since the trace start were this thread's. */
-        for (size_t i = s->guess_from; i < s->res->n_records; i++) {
-                s->res->records[i].pid = s->pid;
-                s->res->records[i].tid = s->tid;
-                s->res->records[i].view = s->view;
-        }
-        return 0;
-}
-
 static int note_time(SegState *s, uint64_t tsc) {
         DecodeCpuStats *st = &s->res->stats;
 
@@ -274,8 +248,6 @@ static int note_time(SegState *s, uint64_t tsc) {
                 if (tsc > st->last_tsc)
                         st->last_tsc = tsc;
         }
-        if (s->guess && tsc > s->guess_tsc)
-                return settle_guess(s);
         return 0;
 }
 
@@ -354,7 +326,7 @@ static int emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64
         s->res->stats.branches++;
         if (to == s->d->switch_to_addr && to != 0 && (kind == DECODE_BRANCH_JMP || kind == DECODE_BRANCH_CALL)) {
                 s->switch_ip_mode = true;
-                s->guess = false;
+                s->starts_mode = false;
                 if (s->seen_switch_to)
                         return adopt_next_switch(s);
                 s->seen_switch_to = true;
@@ -425,7 +397,7 @@ static int classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret) 
                 p = b->raw;
                 n = b->size;
         } else {
-                const DecodeSection *sec = decode_images_section(s->d->images, b->isid);
+                const DecodeSection *sec = decode_image_cache_section(s->w->images, b->isid);
                 if (sec && b->end_ip >= sec->vaddr && b->end_ip - sec->vaddr < sec->size) {
                         p = sec->bytes + (b->end_ip - sec->vaddr);
                         n = MIN((uint64_t) DECODE_INSN_MAX, sec->size - (b->end_ip - sec->vaddr));
@@ -466,6 +438,16 @@ static int handle_block(SegState *s, const struct pt_block *b) {
         DecodeInsnInfo info;
         int r;
 
+        /* libipt's block cache keeps the execution mode a block was first
+         * decoded in, and uses it the next time, whatever the trace says:
+         * an address that runs in two modes (a damaged MODE.Exec) decodes
+         * depending on what the worker decoded before. Such a segment is
+         * decoded again with an empty cache (decode_segment_run()). */
+        if (_unlikely_(b->mode != ptem_64bit)) {
+                s->other_mode = true;
+                if (s->w->cache_warm)
+                        return -EAGAIN;
+        }
         r = resolve(s, b->ip);
         if (r < 0)
                 return r;
@@ -494,6 +476,27 @@ static int handle_block(SegState *s, const struct pt_block *b) {
         s->pending = true;
         s->pending_ip = b->end_ip;
         s->pending_info = info;
+        return 0;
+}
+
+/* A PSB event. Its PSB+ has the exact time (TSC): with the kernel not
+ * traced, the thread current then is the side-band's, also while tracing
+ * is off after a switch (the decoder moves to the new thread only at the
+ * next trace start). */
+static int emit_psb(SegState *s, size_t i) {
+        const DecodePsb *p = &s->ci->psbs[i];
+        int32_t pid, tid;
+        int r;
+
+        r = emit_event(s, DECODE_EVENT_PSB, false, 0, p->offset, 0, 0);
+        if (r < 0 || !s->starts_mode || !p->has_tsc || !s->d->want_records)
+                return r;
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, perf_tsc_to_time(&s->d->clock.conversion, p->tsc),
+                                 &pid, &tid, NULL, NULL);
+        if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
+                pid = decode_context_pid_of(s->d->ctx, tid);
+        s->res->records[s->res->n_records - 1].pid = pid;
+        s->res->records[s->res->n_records - 1].tid = tid;
         return 0;
 }
 
@@ -556,12 +559,12 @@ static int handle_status(SegState *s, const struct pt_event *ev, uint64_t ip, bo
         /* Earlier PSBs that gave no status update to report them by (no
          * MODE.Exec, no CBR: not what hardware writes) come first. */
         for (size_t i = s->psb_reported == SIZE_MAX ? s->seg->first_psb : s->psb_reported + 1; i < psb; i++) {
-                int r = emit_event(s, DECODE_EVENT_PSB, false, 0, s->ci->psbs[i].offset, 0, 0);
+                int r = emit_psb(s, i);
                 if (r < 0)
                         return r;
         }
         s->psb_reported = psb;
-        return emit_event(s, DECODE_EVENT_PSB, false, 0, s->ci->psbs[psb].offset, 0, 0);
+        return emit_psb(s, psb);
 }
 
 /* PSBs met while tracing was off may bring no status update at all (no
@@ -584,22 +587,22 @@ static int catch_up_psbs(SegState *s) {
                 if (s->ci->psbs[i].has_fup || s->ci->psbs[i].offset > pos)
                         break; /* tracing on there: its status update reports it */
                 s->psb_reported = i;
-                r = emit_event(s, DECODE_EVENT_PSB, false, 0, s->ci->psbs[i].offset, 0, 0);
+                r = emit_psb(s, i);
                 if (r < 0)
                         return r;
         }
         return 0;
 }
 
-static void note_disable(SegState *s) {
-        if (!s->has_time || !s->d->clock.has_conversion)
-                return;
-        s->last_disable = perf_time(s);
-        s->has_last_disable = true;
-}
-
 static int handle_event(SegState *s, const struct pt_event *ev) {
         int r;
+
+        /* Another mode than 64-bit: see handle_block(). */
+        if (_unlikely_(ev->type == ptev_exec_mode && ev->variant.exec_mode.mode != ptem_64bit)) {
+                s->other_mode = true;
+                if (s->w->cache_warm)
+                        return -EAGAIN;
+        }
 
         if (s->pwre_pending && ev->type != ptev_mwait && ev->type != ptev_tick) {
                 r = flush_pwre(s);
@@ -643,20 +646,11 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 s->has_last = false;
                 s->res->stats.tr_starts++;
                 s->in_user_region = false;
-                r = refresh_context(s, false);
-                if (r >= 0 && !s->switch_ip_mode && s->view && !decode_view_find(s->view, ev->variant.enabled.ip))
-                        r = adopt_switches(s, s->has_last_disable ? s->last_disable : 0, ev->variant.enabled.ip);
+                r = s->starts_mode ? start_thread(s) : refresh_context(s, false);
                 if (r < 0)
                         return r;
-                /* A user-only trace (re)starts in a thread the side-band may
-                 * only settle a little later; see settle_guess(). */
-                if (!s->switch_ip_mode && ev->variant.enabled.ip < DECODE_KERNEL_START) {
-                        s->guess = true;
-                        s->guess_tsc = s->tsc;
-                        s->guess_ip = ev->variant.enabled.ip;
-                        s->guess_from = s->res->n_records;
+                if (!s->switch_ip_mode && ev->variant.enabled.ip < DECODE_KERNEL_START)
                         s->in_user_region = true;
-                }
                 return emit_branch(s, DECODE_BRANCH_TR_START, 0, ev->variant.enabled.ip);
 
         case ptev_disabled: {
@@ -666,8 +660,6 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 s->pending = false;
                 s->has_last = false;
                 s->res->stats.tr_ends++;
-                note_disable(s);
-                s->guess = false;
                 s->in_user_region = false;
                 return emit_branch(s, DECODE_BRANCH_TR_END, from, 0);
         }
@@ -678,8 +670,6 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                         return r;
                 s->has_last = false;
                 s->res->stats.tr_ends++;
-                note_disable(s);
-                s->guess = false;
                 s->in_user_region = false;
                 return emit_branch(s, DECODE_BRANCH_TR_END, ev->variant.async_disabled.at, 0);
 
@@ -701,11 +691,11 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
         case ptev_overflow:
                 s->pending = false;
                 s->has_last = false;
-                s->guess = false;
                 s->in_user_region = false;
                 s->res->stats.overflows++;
-                /* Switches may have been lost with the packets: by time again. */
-                r = refresh_context(s, true);
+                /* Switches may have been lost with the packets: by time
+                 * again; with the kernel not traced the OVF is a start. */
+                r = s->starts_mode ? start_thread(s) : refresh_context(s, true);
                 if (r < 0)
                         return r;
                 return emit_branch(s, DECODE_BRANCH_OVF, 0, ev->ip_suppressed ? 0 : ev->variant.overflow.ip);
@@ -753,7 +743,19 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
 
         case ptev_cbr:
                 s->cbr = ev->variant.cbr.ratio;
-                return emit_event(s, DECODE_EVENT_CBR, false, 0, ev->variant.cbr.ratio, 0, 0);
+                r = emit_event(s, DECODE_EVENT_CBR, false, 0, ev->variant.cbr.ratio, 0, 0);
+                if (r >= 0 && s->starts_mode && !s->in_user_region && s->d->want_records) {
+                        /* While tracing is off the thread may have changed
+                         * since the last trace start. */
+                        int32_t pid, tid;
+                        const DecodeStart *st = point_thread(s, &pid, &tid, NULL);
+
+                        if (st && st->event) {
+                                s->res->records[s->res->n_records - 1].pid = pid;
+                                s->res->records[s->res->n_records - 1].tid = tid;
+                        }
+                }
+                return r;
 
         default:
                 /* exec_mode (outside PSB+), tick, vmcs, mnt: nothing to show. */
@@ -833,7 +835,6 @@ static int resync(SegState *s) {
                 size_t i = decode_cpu_index_psb_at(s->ci, sync);
                 s->psb_reported = i == SIZE_MAX || i == 0 ? SIZE_MAX : i - 1;
         }
-        s->guess = false;
         s->in_user_region = false;
         return status;
 }
@@ -857,6 +858,36 @@ static bool no_progress(SegState *s) {
         }
         s->stalled = true;
         return true;
+}
+
+/* Records rendered as text in chunks of this many while decoding (when
+ * workers render): the chunk stays in the cache between being written and
+ * being rendered, where a whole segment's records would not. */
+#define RENDER_CHUNK 4096U
+
+/* Render the records so far and forget them. Not before they are final:
+ * the first __switch_to of a segment rewrites the threads of everything
+ * before it (first_switch()), where the kernel may be traced. */
+static int render_records(SegState *s, bool all) {
+        Decoder *d = s->d;
+        DecodeSegmentResult *res = s->res;
+
+        if (!d->render_in_workers)
+                return 0;
+        if (!all && (res->n_records < RENDER_CHUNK ||
+                     (d->switch_to_addr != 0 && !s->starts_mode && !s->seen_switch_to)))
+                return 0;
+        for (size_t i = 0; i < res->n_records; i++) {
+                int r;
+
+                if (!decoder_record_selected(d, &res->records[i]))
+                        continue;
+                r = d->formatter->render(d, s->w, &s->render, res, &res->records[i], &res->text);
+                if (r < 0)
+                        return r;
+        }
+        res->n_records = 0;
+        return 0;
 }
 
 static int run(SegState *s) {
@@ -906,6 +937,11 @@ static int run(SegState *s) {
                                 if (r < 0)
                                         return r;
                         }
+                        if (_unlikely_(s->res->n_records >= RENDER_CHUNK)) {
+                                r = render_records(s, false);
+                                if (r < 0)
+                                        return r;
+                        }
                         if (status >= 0 && no_progress(s))
                                 status = -pte_internal; /* reported below, then re-sync */
                         else if (status >= 0)
@@ -931,7 +967,8 @@ static int run(SegState *s) {
         return catch_up_psbs(s);
 }
 
-int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret) {
+static int segment_attempt(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret,
+                           bool *ret_other_mode) {
         _cleanup_(decode_segment_result_freep) DecodeSegmentResult *res = NULL;
         const DecodeSegment *seg = &d->plan.segments[segment];
         const DecodeCpuIndex *ci = &d->index->cpus[seg->cpu_index];
@@ -954,9 +991,12 @@ int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmen
         res = calloc(1, sizeof(*res));
         if (!res)
                 return -ENOMEM;
-        if (d->render_in_workers && w->spare_records) {
-                res->records = TAKE_PTR(w->spare_records);
-                res->allocated = w->spare_allocated;
+        if (d->render_in_workers) {
+                if (w->spare_records) {
+                        res->records = TAKE_PTR(w->spare_records);
+                        res->allocated = w->spare_allocated;
+                }
+                decoder_take_text_buffer(d, &res->text);
         }
         res->segment = segment;
         res->cpu = seg->cpu;
@@ -969,6 +1009,21 @@ int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmen
         if (!s.dec)
                 return -ENOMEM;
 
+        /* With the kernel not traced, threads change at trace starts, by
+         * the time bounds of this segment's starts. */
+        s.starts_mode = !s.switch_ip_mode && !ci->kernel_traced && d->clock.has_conversion && seg->has_time;
+        if (s.starts_mode) {
+                struct pt_config scfg = cfg;
+
+                /* The bounds of the last starts may lie past the segment. */
+                scfg.end = (uint8_t *) ci->data + ci->size;
+                r = decode_starts_scan(&w->starts, &scfg, seg->begin, seg->next);
+                if (r < 0) {
+                        pt_blk_free_decoder(s.dec);
+                        return r;
+                }
+        }
+
         /* The context at the segment's start, before libipt has any time. */
         if (seg->has_time) {
                 s.tsc = seg->tsc_begin;
@@ -980,9 +1035,45 @@ int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmen
                 r = run(&s);
         }
         pt_blk_free_decoder(s.dec);
+        *ret_other_mode = s.other_mode;
+        if (r == -EAGAIN) {
+                /* Keep the buffers for the next attempt. */
+                free(w->spare_records);
+                w->spare_records = TAKE_PTR(res->records);
+                w->spare_allocated = res->allocated;
+                return r;
+        }
+        if (r >= 0)
+                r = render_records(&s, true);
         if (r < 0)
                 res->error = r;
         res->tail_ninsn = s.ninsn;
         *ret = TAKE_PTR(res);
         return r == -ENOMEM ? r : 0;
+}
+
+int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret) {
+        bool other_mode = false;
+        int r;
+
+        /* A cache that saw other modes starts afresh (see handle_block()). */
+        if (w->cache_tainted) {
+                r = decode_image_cache_reset(w->images);
+                if (r < 0)
+                        return r;
+                w->cache_tainted = w->cache_warm = false;
+        }
+        r = segment_attempt(d, w, segment, ret, &other_mode);
+        if (r == -EAGAIN) {
+                r = decode_image_cache_reset(w->images);
+                if (r < 0)
+                        return r;
+                w->cache_warm = false;
+                r = segment_attempt(d, w, segment, ret, &other_mode);
+        }
+        if (r < 0)
+                return r;
+        w->cache_warm = true;
+        w->cache_tainted = other_mode;
+        return 0;
 }

@@ -73,29 +73,71 @@ char *build_id_to_hex(const uint8_t *id, size_t n, char *buf);
 #define DECODE_FOREACH(i, array, n) for (__typeof__(*(array)) *i = (array); i && i < (array) + (n); i++)
 
 /* Unchecked writers for the hot rendering path: the caller has reserved
- * room (buffer_reserve) for what it writes. */
+ * room (buffer_reserve) for what it writes plus DECODE_FAST_SLACK bytes:
+ * they store whole words and then advance by what is meaningful. */
+#define DECODE_FAST_SLACK 32
+
+/* Eight hex digits of v, most significant first, as the bytes of a word
+ * in memory order: the nibbles spread to one per byte, then turned into
+ * '0'..'9', 'a'..'f' without a branch. */
+static inline uint64_t decode_hex8(uint32_t v) {
+        uint64_t x = v, letters;
+
+        x = ((x & UINT64_C(0xffff0000)) << 16) | (x & UINT64_C(0xffff));
+        x = ((x & UINT64_C(0x0000ff000000ff00)) << 8) | (x & UINT64_C(0x000000ff000000ff));
+        x = ((x & UINT64_C(0x00f000f000f000f0)) << 4) | (x & UINT64_C(0x000f000f000f000f));
+        /* Byte i holds nibble i; 1 in the bytes whose nibble is >= 10. */
+        letters = ((x + UINT64_C(0x0606060606060606)) >> 4) & UINT64_C(0x0101010101010101);
+        x += UINT64_C(0x3030303030303030) + letters * ('a' - '0' - 10);
+        return __builtin_bswap64(x);
+}
+
 static inline void buf_hex_fast(Buffer *b, uint64_t v) {
-        static const char digits[] = "0123456789abcdef";
         char *p = (char *) b->data + b->size;
         int n = v ? (67 - __builtin_clzll(v)) / 4 : 1; /* hex digits */
+        union {
+                uint64_t w[4];
+                char c[32];
+        } t = { .w = { decode_hex8((uint32_t) (v >> 32)), decode_hex8((uint32_t) v), 0, 0 } };
 
         p[0] = '0';
         p[1] = 'x';
-        for (int i = n + 1; i >= 2; i--, v >>= 4)
-                p[i] = digits[v & 0xf];
+        /* The last n of the 16 digits: 16 bytes from there, of which n count. */
+        memcpy(p + 2, t.c + 16 - n, 16);
         b->size += (size_t) n + 2;
 }
 
-static inline void buf_u64_fast(Buffer *b, uint64_t v) {
-        char tmp[20];
-        int i = sizeof(tmp);
+/* Decimal digits of v. */
+static inline int decode_u64_digits(uint64_t v) {
+        int n = 1;
 
-        do {
-                tmp[--i] = (char) ('0' + v % 10);
-                v /= 10;
-        } while (v);
-        memcpy(b->data + b->size, tmp + i, sizeof(tmp) - i);
-        b->size += sizeof(tmp) - i;
+        while (v >= 10000) {
+                v /= 10000;
+                n += 4;
+        }
+        return n + (v >= 10) + (v >= 100) + (v >= 1000);
+}
+
+static inline void buf_u64_fast(Buffer *b, uint64_t v) {
+        static const char pairs[201] = "0001020304050607080910111213141516171819"
+                                       "2021222324252627282930313233343536373839"
+                                       "4041424344454647484950515253545556575859"
+                                       "6061626364656667686970717273747576777879"
+                                       "8081828384858687888990919293949596979899";
+        int n = decode_u64_digits(v);
+        char *p = (char *) b->data + b->size + n;
+
+        b->size += (size_t) n;
+        while (v >= 100) {
+                p -= 2;
+                memcpy(p, pairs + 2 * (v % 100), 2);
+                v /= 100;
+        }
+        if (v >= 10) {
+                p -= 2;
+                memcpy(p, pairs + 2 * v, 2);
+        } else
+                *--p = (char) ('0' + v);
 }
 
 static inline void buf_i64_fast(Buffer *b, int64_t v) {

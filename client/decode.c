@@ -299,6 +299,8 @@ DecodeWorker *decode_worker_free(DecodeWorker *w) {
         if (!w)
                 return NULL;
         free(w->spare_records);
+        decode_starts_done(&w->starts);
+        decode_line_cache_free(w->lines);
         decode_image_cache_free(w->images);
         return mfree(w);
 }
@@ -317,6 +319,8 @@ const char *decoder_comm(const Decoder *d, const DecodeRecord *r) {
 }
 
 bool decoder_record_selected(const Decoder *d, const DecodeRecord *r) {
+        if (!d->any_filter)
+                return true;
         if (d->opts.n_pids > 0) {
                 bool found = false;
                 for (size_t i = 0; i < d->opts.n_pids && !found; i++)
@@ -462,6 +466,10 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         if (d->ctx->stats.lost_events > 0)
                 (void) add_warning(d, "the side-band lost %" PRIu64 " records (PERF_RECORD_LOST): thread and "
                                       "image attribution may be wrong around them", d->ctx->stats.lost_events);
+        if (d->ctx->stats.text_pokes_dropped > 0)
+                (void) add_warning(d, "%" PRIu64 " text pokes beyond the first %u were ignored: kernel code "
+                                      "changed after them may be decoded as it was before",
+                                   d->ctx->stats.text_pokes_dropped, DECODE_POKES_MAX);
         if (d->ctx->stats.aux_truncated > 0)
                 (void) add_warning(d, "trace data was truncated %" PRIu64 " times (PERF_RECORD_AUX)",
                                    d->ctx->stats.aux_truncated);
@@ -498,12 +506,6 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         d->base_config.nom_freq = in->nom_freq;
         d->base_config.cpuid_0x15_eax = in->cpuid_15_eax;
         d->base_config.cpuid_0x15_ebx = in->cpuid_15_ebx;
-        d->base_config.flags.variant.block.end_on_call = 1;
-        d->base_config.flags.variant.block.end_on_jump = 1;
-        /* Time from events only: pt_blk_time() after a block reports the
-         * last timing packet libipt has read, which may be ahead of that
-         * block; tick events are bound to the branch they belong to. */
-        d->base_config.flags.variant.block.enable_tick_events = 1;
 
         r = decode_index_new(in, &d->base_config, opts->cpu_mask, opts->n_cpu_mask, &d->index);
         if (r < 0)
@@ -520,6 +522,11 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
                 uint32_t only;
 
                 d->ctx_cpus[i] = ci->cpu;
+                /* What was recorded beats what the PSBs happen to show. */
+                if (in->traced == DECODE_TRACED_USER)
+                        d->index->cpus[i].kernel_traced = false;
+                else if (in->traced != DECODE_TRACED_UNKNOWN)
+                        d->index->cpus[i].kernel_traced = true;
                 /* Raw mode without --pt-cpu: a side-band that knows exactly
                  * one CPU describes the one trace we have. */
                 if (in->n_cpus == 1 && in->cpus[0].cpu_unspecified && !decode_context_has_cpu(d->ctx, ci->cpu) &&
@@ -601,8 +608,35 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         if (r < 0)
                 return r;
 
+        /* Time from events only: pt_blk_time() after a block reports the
+         * last timing packet libipt has read, which may be ahead of that
+         * block; tick events are bound to the branch they belong to. They
+         * cost libipt about 5% more work, so only when times are shown or
+         * used: time and IPC fields, the formats that print times, time
+         * windows and merging, and kernel text that changes over time
+         * (which poke epoch a stretch ran in). Otherwise times come from
+         * the other events (trace starts and stops, interrupts, PSBs),
+         * which is all that threads and address spaces need: thread
+         * switches follow the trace (decode-segment.c). */
+        d->base_config.flags.variant.block.enable_tick_events =
+                !(opts->format == DECODE_FORMAT_SUMMARY ||
+                  (opts->format == DECODE_FORMAT_BRANCHES && opts->n_fields > 0 &&
+                   !has_field(opts, DECODE_FIELD_TIME) && !has_field(opts, DECODE_FIELD_IPC)) ||
+                  (opts->format == DECODE_FORMAT_FOLDED && opts->weight == DECODE_WEIGHT_INSN)) ||
+                windowed || opts->sort_time || d->ctx->n_pokes > 0;
         d->want_records = d->formatter->records;
         d->want_blocks = d->formatter->blocks;
+        /* Blocks end at every direct call and jump, so that none is
+         * hidden inside a block. Without, libipt would save about 8% of
+         * its work on kernel code, but follows a loop of direct jumps
+         * (hostile input, a spin loop) recursively for up to 64K
+         * instructions per block, and the calls and jumps inside blocks
+         * would have to be found again from the code. */
+        d->base_config.flags.variant.block.end_on_call = 1;
+        d->base_config.flags.variant.block.end_on_jump = 1;
+        d->any_filter = opts->n_pids > 0 || opts->n_tids > 0 || opts->comms || d->has_time_window;
+        if (opts->format == DECODE_FORMAT_BRANCHES)
+                decode_format_branches_setup(d);
         if (opts->format == DECODE_FORMAT_PERFETTO)
                 d->opts.sort_time = true; /* slices per thread need time order across CPUs */
         d->render_in_workers = d->formatter->stateless && !d->opts.sort_time;
@@ -697,33 +731,25 @@ static void *run_job(void *userdata, size_t worker, size_t job, int *ret_error) 
                 return NULL;
         }
         if (d->render_in_workers) {
-                DecodeRenderState st = {};
-
-                /* A buffer the consumer is done with, if there is one. */
-                pthread_mutex_lock(&d->text_lock);
-                if (d->n_text_pool > 0 && res->text.allocated == 0) {
-                        res->text = d->text_pool[--d->n_text_pool];
-                        buffer_clear(&res->text);
-                }
-                pthread_mutex_unlock(&d->text_lock);
-                for (size_t i = 0; i < res->n_records; i++) {
-                        if (!decoder_record_selected(d, &res->records[i]))
-                                continue;
-                        r = d->formatter->render(d, rs->workers[worker], &st, res, &res->records[i], &res->text);
-                        if (r < 0) {
-                                decode_segment_result_free(res);
-                                *ret_error = r;
-                                return NULL;
-                        }
-                }
-                /* The text is all the consumer needs; the array goes back
-                 * to the worker for its next segment. */
+                /* The worker rendered the text (decode-segment.c); it is
+                 * all the consumer needs, and the array goes back to the
+                 * worker for its next segment. */
                 free(rs->workers[worker]->spare_records);
                 rs->workers[worker]->spare_records = TAKE_PTR(res->records);
                 rs->workers[worker]->spare_allocated = res->allocated;
                 res->n_records = res->allocated = 0;
         }
         return res;
+}
+
+void decoder_take_text_buffer(Decoder *d, Buffer *b) {
+        /* A buffer the consumer is done with, if there is one. */
+        pthread_mutex_lock(&d->text_lock);
+        if (d->n_text_pool > 0 && b->allocated == 0) {
+                *b = d->text_pool[--d->n_text_pool];
+                buffer_clear(b);
+        }
+        pthread_mutex_unlock(&d->text_lock);
 }
 
 static int flush_buffer(Decoder *d, Buffer *b, bool force) {

@@ -27,6 +27,7 @@
 #include "decode-index.h"
 #include "decode-input.h"
 #include "decode-record.h"
+#include "decode-starts.h"
 #include "decode-symbols.h"
 
 typedef enum DecodeFormat {
@@ -128,6 +129,7 @@ int decode_clock_ticks_to_ns(const DecodeClock *c, uint64_t ticks, uint64_t *ret
 typedef struct Decoder Decoder;
 typedef struct DecodeFormatter DecodeFormatter;
 typedef struct DecodeWorker DecodeWorker;
+typedef struct DecodeLineCache DecodeLineCache;
 
 struct Decoder {
         const DecodeInput *in;
@@ -152,6 +154,9 @@ struct Decoder {
         bool want_blocks;   /* --format=insn */
         bool want_ipc;      /* CYC was recorded and ipc is asked for */
         bool render_in_workers;
+        bool branches_fast; /* --format=branches with numeric fields only: no per-character checks */
+        size_t branches_split; /* ... so many thread fields, then branch fields: parts from caches */
+        bool any_filter;    /* some --pid/--tid/--comm/--time filter applies */
         const DecodeFormatter *formatter;
 
         uint32_t *ctx_cpus; /* per DecodeIndex cpu: the CPU number the side-band uses for it */
@@ -193,6 +198,10 @@ struct DecodeWorker {
          * page faults for a fresh array each segment. */
         DecodeRecord *spare_records;
         size_t spare_allocated;
+        DecodeStarts starts; /* the current segment's trace starts, with the kernel not traced */
+        DecodeLineCache *lines; /* --format=branches: lines rendered lately */
+        bool cache_warm;    /* images has decoded before (libipt's block caches are filled) */
+        bool cache_tainted; /* ... in another mode than 64-bit: start the next segment afresh */
 };
 
 int decode_worker_new(Decoder *d, DecodeWorker **ret);
@@ -202,6 +211,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeWorker *, decode_worker_free);
 /* decode-segment.c: decode one segment of the plan (thread-safe: each
  * thread passes its own worker). */
 int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret);
+
+/* For a worker rendering a segment: an output buffer the consumer has
+ * written out and handed back, if any (b stays empty otherwise). */
+void decoder_take_text_buffer(Decoder *d, Buffer *b);
 
 /* Record filters shared by every format: --pid/--tid/--comm/--time. */
 bool decoder_record_selected(const Decoder *d, const DecodeRecord *r);

@@ -51,6 +51,11 @@ static void test_threads(void) {
         /* CPU 2: tracing starts for 5/6 at t=50. */
         s = sid(5, 6, 50, 2);
         ASSERT_OK(perf_record_append_itrace_start(&b, 5, 6, &s));
+        /* CPU 1 wrote trace data at 300 and 400: its trace ends by 400. */
+        s = sid(100, 101, 300, 1);
+        ASSERT_OK(perf_record_append_aux(&b, 0, 4096, 0, &s));
+        s = sid(100, 101, 400, 1);
+        ASSERT_OK(perf_record_append_aux(&b, 4096, 4096, PERF_AUX_FLAG_OVERWRITE, &s));
         /* Records are merged by time even when a stream is not ordered. */
         ctx = build(&b);
 
@@ -79,6 +84,11 @@ static void test_threads(void) {
         ASSERT_ERROR(decode_context_single_cpu(ctx, &cpu), ENOTUNIQ);
         ASSERT_EQ(ctx->stats.switches, 2);
         ASSERT_EQ(ctx->stats.itrace_starts, 1);
+
+        uint64_t t;
+        ASSERT_OK(decode_context_trace_end(ctx, 1, &t));
+        ASSERT_EQ_U64(t, 400);
+        ASSERT_ERROR(decode_context_trace_end(ctx, 0, &t), ENODATA);
 }
 
 static void test_address_spaces(void) {

@@ -76,6 +76,13 @@ static void test_raw_params(void) {
         ASSERT_ERROR(decode_parse_tsc_conversion("31,0,0", &c), ERANGE);
         ASSERT_ERROR(decode_parse_tsc_conversion("31,1", &c), EINVAL);
 
+        ASSERT_EQ(decode_traced_from_config("intel_pt/tsc,mtc=1/u"), DECODE_TRACED_USER);
+        ASSERT_EQ(decode_traced_from_config("intel_pt//k"), DECODE_TRACED_KERNEL);
+        ASSERT_EQ(decode_traced_from_config("intel_pt/cyc/"), DECODE_TRACED_BOTH);
+        ASSERT_EQ(decode_traced_from_config("intel_pt//uk"), DECODE_TRACED_BOTH);
+        ASSERT_EQ(decode_traced_from_config("intel_pt"), DECODE_TRACED_UNKNOWN);
+        ASSERT_EQ(decode_traced_from_config(NULL), DECODE_TRACED_UNKNOWN);
+
         ASSERT_OK(decode_parse_cpuid_15("2,308", &eax, &ebx));
         ASSERT_EQ(eax, 2);
         ASSERT_EQ(ebx, 308);

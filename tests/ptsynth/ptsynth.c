@@ -60,6 +60,7 @@ static void help(void) {
                "  --pwr-evt             power events: MWAIT, PWRE, PWRX, EXSTOP\n"
                "  --tsx                 transactional regions (MODE.TSX)\n"
                "  --cbr-changes         core frequency changes (CBR)\n"
+               "  --text-poke           patch a kernel static key twice (TEXT_POKE records)\n"
                "  --exe PATH            an executable processes run (repeatable)\n"
                "  --kernel-image PATH   the kernel-like ELF image (default: the one built)\n"
                "  -o, --output FILE     the bundle to write\n"
@@ -125,6 +126,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 ARG_PWR,
                 ARG_TSX,
                 ARG_CBR,
+                ARG_POKE,
                 ARG_EXE,
                 ARG_KIMAGE,
                 ARG_TRUTH,
@@ -155,6 +157,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 {"pwr-evt", no_argument, NULL, ARG_PWR},
                 {"tsx", no_argument, NULL, ARG_TSX},
                 {"cbr-changes", no_argument, NULL, ARG_CBR},
+                {"text-poke", no_argument, NULL, ARG_POKE},
                 {"exe", required_argument, NULL, ARG_EXE},
                 {"kernel-image", required_argument, NULL, ARG_KIMAGE},
                 {"output", required_argument, NULL, 'o'},
@@ -252,6 +255,9 @@ static int parse_args(int argc, char **argv, Args *a) {
                         break;
                 case ARG_CBR:
                         cfg->cbr_changes = true;
+                        break;
+                case ARG_POKE:
+                        cfg->text_poke = true;
                         break;
                 case ARG_EXE: {
                         char **p = realloc(a->exes, (a->n_exes + 2) * sizeof *p);

@@ -302,6 +302,12 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
                         if (op && op->type == ZYDIS_OPERAND_TYPE_IMMEDIATE) {
                                 b->kind = SYNTH_END_JMP;
                                 b->target = b->end + (uint64_t)insn.raw.imm[0].value.s;
+                                /* Back into its own block ("jmp ."): an
+                                 * endless loop left only by an interrupt,
+                                 * whose rounds no trace counts (a decoder
+                                 * binds the interrupt's FUP to the first). */
+                                if (b->target >= b->start && b->target <= pc)
+                                        b->kind = SYNTH_END_BAD;
                         } else {
                                 b->kind = SYNTH_END_IJMP;
                                 analyze_indirect(c, b, &insn, op, pc, lea_value, movsxd_base);

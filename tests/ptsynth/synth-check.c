@@ -4,6 +4,7 @@
 #include <inttypes.h>
 #include <intel-pt.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 
 #include "perf-record.h"
 #include "synth-check.h"
@@ -85,6 +86,10 @@ typedef struct Images {
         struct pt_image *kernel_only;
         uint32_t *tids, *tid_pids; /* from the side-band: which process a thread belongs to */
         size_t n_tids;
+        /* --text-poke: the static key's bytes before the first poke (0)
+         * and after poke k (k + 1), as files libipt reads. */
+        int poke_fds[1 + SYNTH_POKES_MAX];
+        char *poke_paths[1 + SYNTH_POKES_MAX];
 } Images;
 
 static void images_done(Images *im, size_t n_procs) {
@@ -96,6 +101,24 @@ static void images_done(Images *im, size_t n_procs) {
         pt_iscache_free(im->isc);
         free(im->tids);
         free(im->tid_pids);
+        for (size_t i = 0; i < ELEMENTSOF(im->poke_fds); i++) {
+                if (im->poke_paths[i])
+                        safe_close(im->poke_fds[i]);
+                free(im->poke_paths[i]);
+        }
+}
+
+/* The static key's bytes in state k on top of every image's kernel text. */
+static int images_poke(const SynthResult *res, const Images *im, size_t k) {
+        uint64_t addr = res->pokes[0].addr;
+        int r;
+
+        r = pt_image_add_file(im->all, im->poke_paths[k], 0, 5, NULL, addr);
+        if (r >= 0)
+                r = pt_image_add_file(im->kernel_only, im->poke_paths[k], 0, 5, NULL, addr);
+        for (size_t p = 0; r >= 0 && p < res->n_procs; p++)
+                r = pt_image_add_file(im->procs[p], im->poke_paths[k], 0, 5, NULL, addr);
+        return r < 0 ? -EIO : 0;
 }
 
 static int images_build(const SynthResult *res, Images *im) {
@@ -128,6 +151,21 @@ static int images_build(const SynthResult *res, Images *im) {
                         r = add_process(im->procs[p], im->isc, &res->procs[p], NULL);
                 if (r < 0)
                         return r;
+        }
+
+        for (size_t k = 0; res->n_pokes > 0 && k <= res->n_pokes; k++) {
+                const uint8_t *b = k == 0 ? res->pokes[0].old_bytes : res->pokes[k - 1].new_bytes;
+
+                im->poke_fds[k] = memfd_create("ptsynth-check-poke", MFD_CLOEXEC);
+                if (im->poke_fds[k] < 0)
+                        return -errno;
+                if (asprintf(&im->poke_paths[k], "/proc/self/fd/%d", im->poke_fds[k]) < 0) {
+                        im->poke_paths[k] = NULL;
+                        safe_close(im->poke_fds[k]);
+                        return -ENOMEM;
+                }
+                if (write(im->poke_fds[k], b, 5) != 5)
+                        return -EIO;
         }
 
         /* Threads to processes, from COMM and FORK records. */
@@ -653,6 +691,7 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
                 .stats = stats,
         };
         uint64_t sync = 0, n_insns = 0;
+        size_t next_poke = 0;
         bool have_window;
         int status, r = 0;
 
@@ -663,6 +702,17 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
         d.dec = pt_insn_alloc_decoder(&cfg);
         if (!d.dec)
                 return -ENOMEM;
+        /* The kernel text as this CPU's window starts: the pokes before it
+         * applied, the others at the offsets where they happened (the
+         * synthesizer keeps the site from running around them). */
+        if (res->n_pokes > 0) {
+                r = images_poke(res, images, 0);
+                while (r >= 0 && next_poke < res->n_pokes &&
+                       res->pokes[next_poke].cpu_offsets[c->cpu] <= c->window_start)
+                        r = images_poke(res, images, ++next_poke);
+                if (r < 0)
+                        goto finish;
+        }
         (void)pt_insn_set_image(d.dec, images->all);
 
         status = pt_insn_sync_forward(d.dec);
@@ -715,6 +765,12 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
                 if (++n_insns > CHECK_MAX_INSNS) {
                         r = check_fail(ret_error, "cpu%u: decode does not end", c->cpu);
                         goto finish;
+                }
+                while (next_poke < res->n_pokes &&
+                       res->pokes[next_poke].cpu_offsets[c->cpu] - c->window_start <= decoder_offset(&d)) {
+                        r = images_poke(res, images, ++next_poke);
+                        if (r < 0)
+                                goto finish;
                 }
                 /* Past the end of the packets a decoder still follows the
                  * code as long as it needs no trace (TRUTH.md); so do we. */

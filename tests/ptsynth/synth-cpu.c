@@ -889,6 +889,9 @@ static int step(SynthCpu *c, SynthWalker *w, bool kernel) {
         case SYNTH_END_JCC: {
                 bool taken = synth_walker_jcc_taken(w, b);
 
+                if (_unlikely_(from == c->poke_guard) && now(c) >= c->guard_from && now(c) < c->guard_until)
+                        taken = true;
+
                 if (taken) {
                         to = b->target + bias;
                         next = synth_block_taken(w->cache, b);
@@ -1144,8 +1147,12 @@ static int tick_untraced(SynthCpu *c, uint64_t until) {
                 uint64_t end = f ? f->until : UINT64_MAX;
                 uint64_t target = MIN(end, until);
 
+                /* A pending reschedule is served before the return to user
+                 * space (Linux's exit_to_user_mode_loop): the thread does
+                 * not leave the kernel before its switch, even when what
+                 * it entered for is done earlier. */
                 if (c->switching)
-                        target = MIN(target, c->switch_at);
+                        target = MIN(until, c->switch_at);
                 /* Interrupts in untraced kernel code leave no trace. */
                 if (c->next_irq < target)
                         c->next_irq = target + rand_us(c, 1, 20);
@@ -1169,7 +1176,7 @@ static int tick_untraced(SynthCpu *c, uint64_t until) {
                                 nf->until = now(c) + nf->remaining;
                         return 0;
                 }
-                if (f && now(c) >= f->until)
+                if (f && now(c) >= f->until && !c->switching)
                         return leave_kernel(c, 0, 0);
         }
         return 0;

@@ -150,6 +150,10 @@ struct SynthCpu {
         SynthCpuStats stats;
         SynthSwitchLog *switches;
         size_t n_switches, a_switches;
+
+        /* --text-poke: the static key's guard branch (0: none) is taken,
+         * skipping the site, from guard_from to guard_until (TSC). */
+        uint64_t poke_guard, guard_from, guard_until;
 };
 
 int synth_cpu_init(SynthCpu *c, unsigned cpu, const SynthCpuConfig *cfg, const SynthKernel *k, uint64_t tsc,

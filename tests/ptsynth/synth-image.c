@@ -137,6 +137,22 @@ const uint8_t *synth_image_code(const SynthImage *img, uint64_t a, size_t *n) {
         return img->map + s->offset + off;
 }
 
+int synth_image_poke(SynthImage *img, uint64_t a, const void *bytes, size_t n) {
+        const SynthSegment *s = synth_image_exec_segment(img, a);
+
+        if (!s || a + n < a || a + n > s->vaddr + s->filesz)
+                return -ENXIO;
+        if (!img->patched) {
+                img->patched = malloc(img->size);
+                if (!img->patched)
+                        return -ENOMEM;
+                memcpy(img->patched, img->map, img->size);
+                img->map = img->patched;
+        }
+        memcpy(img->patched + s->offset + (a - s->vaddr), bytes, n);
+        return 0;
+}
+
 int synth_image_read(const SynthImage *img, uint64_t a, void *buf, size_t n) {
         for (size_t i = 0; i < img->n_segments; i++) {
                 const SynthSegment *s = &img->segments[i];
@@ -721,6 +737,7 @@ SynthImage *synth_image_unref(SynthImage *img) {
         free(img->relocs);
         if (img->elf_handle)
                 elf_end(img->elf_handle);
+        free(img->patched);
         uid_free(img->uid);
         safe_close(img->fd);
         free(img->path);

@@ -80,6 +80,7 @@ typedef struct SynthImage {
         size_t n_relocs;
 
         void *elf_handle; /* libelf's Elf *, owning the mapping */
+        uint8_t *patched; /* after synth_image_poke(): our copy of the file, which map then points to */
 } SynthImage;
 
 /* Load an ELF file. kernel marks the kernel-like image. ret_error gets a
@@ -94,6 +95,11 @@ const SynthSegment *synth_image_exec_segment(const SynthImage *img, uint64_t a);
 /* Bytes of the file backing [a, a + *n) for an executable address; *n is
  * shortened to what the segment holds. NULL outside. */
 const uint8_t *synth_image_code(const SynthImage *img, uint64_t a, size_t *n);
+/* Change n code bytes at link-time address a, as a running kernel patches
+ * its text (the first time, the image's bytes are copied: the file stays
+ * as it is). Every block cache holding blocks of img must be flushed.
+ * -ENXIO outside an executable segment. */
+int synth_image_poke(SynthImage *img, uint64_t a, const void *bytes, size_t n);
 /* The function symbol containing a (by address and size), or NULL. */
 const SynthSymbol *synth_image_symbol_at(const SynthImage *img, uint64_t a);
 const SynthSymbol *synth_image_symbol_by_name(const SynthImage *img, const char *name);

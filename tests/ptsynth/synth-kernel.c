@@ -46,6 +46,11 @@ int synth_kernel_load(SynthImageSet *set, const char *path, SynthKernel *ret, ch
             (r = need(k.image, "__switch_to", &k.switch_to, ret_error)) < 0 ||
             (r = need(k.image, "do_idle", &k.do_idle, ret_error)) < 0)
                 return r;
+        /* Optional: only --text-poke needs them. */
+        if (need(k.image, "text_poke_site", &k.poke_site, NULL) < 0 ||
+            need(k.image, "text_poke_guard", &k.poke_guard, NULL) < 0 ||
+            need(k.image, "text_poke_slow", &k.poke_slow, NULL) < 0)
+                k.poke_site = k.poke_guard = k.poke_slow = 0;
         for (size_t i = 0; i < k.image->n_segments; i++) {
                 const SynthSegment *s = &k.image->segments[i];
 

@@ -23,6 +23,9 @@ typedef struct SynthKernel {
         uint64_t ret_from_fork;
         uint64_t switch_to; /* __switch_to: the jump here switches threads */
         uint64_t do_idle;
+        /* The static key --text-poke patches (0 in images without it):
+         * the 5-byte NOP, the branch before it, the jump's target. */
+        uint64_t poke_site, poke_guard, poke_slow;
         uint64_t text_start, text_end;
         uint64_t init_cr3; /* swapper_pg_dir */
 } SynthKernel;

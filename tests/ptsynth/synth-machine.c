@@ -92,6 +92,10 @@ struct SynthMachine {
         char *pt_text;
         SynthResult result;
         bool ran;
+
+        SynthPoke pokes[SYNTH_POKES_MAX]; /* --text-poke */
+        size_t n_pokes;
+        bool poke_armed; /* the next quantum ends with a poke */
 };
 
 _printf_(3, 4) static int machine_error(int r, char **ret_error, const char *fmt, ...) {
@@ -340,8 +344,10 @@ static int create_processes(SynthMachine *m, char **ret_error) {
                                 task->new_process = k == 0;
                                 task->start_at =
                                         m->tsc0 + synth_rng_range(&m->rng, 20, 200) * SYNTH_TSC_HZ / 1000000;
+                                /* Its other threads are created by the
+                                 * process, after it started. */
                                 if (k > 0)
-                                        task->start_at +=
+                                        task->start_at = task[-(ptrdiff_t)k].start_at +
                                                 synth_rng_range(&m->rng, 5, 50) * SYNTH_TSC_HZ / 1000000;
                         } else if (k > 0 && synth_rng_chance(&m->rng, 1, 4)) {
                                 task->state = TASK_FUTURE;
@@ -416,6 +422,16 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
         if (r < 0)
                 return r;
         m->kernel_loaded = true;
+        if (cfg->text_poke) {
+                if (!m->kernel.poke_site)
+                        return machine_error(-EINVAL, ret_error,
+                                             "--text-poke: the kernel image has no static key");
+                /* A decoder knows the time of a stretch of code only to an
+                 * MTC period: the guard around a poke is counted in them. */
+                if (!cfg->trace_kernel || !cfg->mtc)
+                        return machine_error(-EINVAL, ret_error,
+                                             "--text-poke needs the kernel traced and MTC");
+        }
         r = synth_block_cache_init(&m->scratch);
         if (r < 0)
                 return r;
@@ -615,6 +631,74 @@ static void schedule(SynthMachine *m, uint64_t t) {
         }
 }
 
+/* --text-poke. The site must not run within a few MTC periods of a poke:
+ * a decoder knows when code ran only to about an MTC period (its time is
+ * the last timing packet's), so around the poke it could not tell which
+ * bytes were there. The branch before the site skips it then. */
+static void poke_guard(SynthMachine *m, uint64_t t) {
+        uint64_t g = (UINT64_C(4) * SYNTH_CPUID_15_EBX / SYNTH_CPUID_15_EAX) << m->cfg.mtc_period;
+
+        for (unsigned i = 0; i < m->cfg.n_cpus; i++) {
+                m->cpus[i].poke_guard = m->kernel.poke_guard;
+                m->cpus[i].guard_from = t > g ? t - g : 0;
+                m->cpus[i].guard_until = t + g;
+        }
+}
+
+/* Patch the static key (a 5-byte NOP <-> a jump to text_poke_slow) when
+ * every CPU has run to the end of the quantum, as text_poke_bp() does with
+ * all CPUs synchronized, and log it: a TEXT_POKE record, and where each
+ * CPU's trace was (for the libipt check). Every cached block may hold the
+ * old bytes: all caches start afresh. */
+static int do_poke(SynthMachine *m) {
+        static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+        SynthPoke *p = &m->pokes[m->n_pokes];
+        uint64_t site = m->kernel.poke_site, rel = m->kernel.poke_slow - (site + 5), t = 0;
+        uint8_t jmp5[5] = {0xe9, (uint8_t)rel, (uint8_t)(rel >> 8), (uint8_t)(rel >> 16),
+                           (uint8_t)(rel >> 24)};
+        SynthThread *cur = m->cpus[0].cur;
+        PerfSampleId s;
+        int r;
+
+        for (unsigned i = 0; i < m->cfg.n_cpus; i++)
+                t = MAX(t, synth_cpu_tsc(&m->cpus[i]));
+        *p = (SynthPoke){ .tsc = t, .addr = site };
+        memcpy(p->old_bytes, m->n_pokes % 2 == 0 ? nop5 : jmp5, 5);
+        memcpy(p->new_bytes, m->n_pokes % 2 == 0 ? jmp5 : nop5, 5);
+        p->cpu_offsets = calloc(m->cfg.n_cpus, sizeof(uint64_t));
+        if (!p->cpu_offsets)
+                return -ENOMEM;
+        for (unsigned i = 0; i < m->cfg.n_cpus; i++)
+                p->cpu_offsets[i] = synth_pkt_offset(&m->cpus[i].pkt);
+        r = synth_image_poke(m->kernel.image, site, p->new_bytes, 5);
+        if (r < 0)
+                return r;
+        m->n_pokes++;
+
+        for (unsigned i = 0; i < m->cfg.n_cpus; i++) {
+                synth_block_cache_done(&m->cpus[i].cache);
+                r = synth_block_cache_init(&m->cpus[i].cache);
+                if (r < 0)
+                        return r;
+        }
+        synth_block_cache_done(&m->scratch);
+        r = synth_block_cache_init(&m->scratch);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < m->n_tasks; i++) {
+                synth_walker_set_cache(&m->tasks[i].t->uw, m->tasks[i].t->uw.cache);
+                synth_walker_set_cache(&m->tasks[i].t->kw, m->tasks[i].t->kw.cache);
+        }
+        for (unsigned i = 0; i < m->cfg.n_cpus; i++) {
+                synth_walker_set_cache(&m->idles[i]->uw, m->idles[i]->uw.cache);
+                synth_walker_set_cache(&m->idles[i]->kw, m->idles[i]->kw.cache);
+        }
+
+        s = sid(m, task_pid(cur), task_tid(cur), t, 0, SYNTH_DUMMY_EVENT_ID(0));
+        SB(m, s.time, perf_record_append_text_poke(&m->sb, site, p->old_bytes, 5, p->new_bytes, 5, &s));
+        return m->error;
+}
+
 static int cmp_sbi(const void *a, const void *b) {
         const SidebandIndex *x = a, *y = b;
 
@@ -635,18 +719,31 @@ int synth_machine_run(SynthMachine *m, char **ret_error) {
 
         for (;;) {
                 uint64_t total = 0;
+                bool poke = m->poke_armed;
 
                 r = fork_tasks(m, t);
                 if (r < 0)
                         return machine_error(r, ret_error, "cannot fork a thread");
                 schedule(m, t);
                 t += quantum;
+                if (poke)
+                        poke_guard(m, t);
                 for (unsigned i = 0; i < m->cfg.n_cpus; i++) {
                         r = synth_cpu_run(&m->cpus[i], t);
                         if (r < 0)
                                 return machine_error(r, ret_error, "CPU %u: %s", i, strerror(-r));
                         total += m->cpus[i].ring.head;
                 }
+                if (poke) {
+                        r = do_poke(m);
+                        if (r < 0)
+                                return machine_error(r, ret_error, "text poke: %s", strerror(-r));
+                        m->poke_armed = false;
+                } else if (m->cfg.text_poke && m->n_pokes < SYNTH_POKES_MAX &&
+                           total / m->cfg.n_cpus + (m->n_pokes == 0 ? m->cfg.ring_size * 3 / 4
+                                                                    : m->cfg.ring_size * 3 / 8) >=
+                                   m->cfg.bytes_per_cpu)
+                        m->poke_armed = true;
                 if (m->error < 0)
                         return machine_error(m->error, ret_error, "side-band: %s", strerror(-m->error));
                 if (total / m->cfg.n_cpus >= m->cfg.bytes_per_cpu || t >= limit)
@@ -690,6 +787,8 @@ SynthMachine *synth_machine_free(SynthMachine *m) {
                 return NULL;
         for (unsigned i = 0; m->cpus && i < m->cfg.n_cpus; i++)
                 synth_cpu_done(&m->cpus[i]);
+        for (size_t i = 0; i < m->n_pokes; i++)
+                free(m->pokes[i].cpu_offsets);
         free(m->cpus);
         for (size_t i = 0; i < m->n_tasks; i++)
                 synth_thread_free(m->tasks[i].t);
@@ -745,6 +844,8 @@ const SynthResult *synth_machine_result(SynthMachine *m) {
                 .start_tsc = m->tsc0,
                 .end_tsc = m->tsc_end,
                 .pt_config = synth_config_pt_word(&m->cfg),
+                .pokes = m->pokes,
+                .n_pokes = m->n_pokes,
         };
         if (synth_kernel_kallsyms(&m->kernel, &m->kallsyms, &m->kallsyms_size) < 0)
                 return NULL;

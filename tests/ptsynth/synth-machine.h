@@ -33,6 +33,7 @@ typedef struct SynthConfig {
         bool tsc, mtc, cyc, noretcomp;
         bool ptw, fup_on_ptw, pwr_evt;
         bool tsx, cbr_changes;
+        bool text_poke;     /* patch the kernel's static key and back (TEXT_POKE) */
         uint8_t mtc_period; /* libipt's mtc_freq */
         uint8_t cyc_thresh;
         uint8_t psb_period;
@@ -113,8 +114,19 @@ typedef struct SynthProcessResult {
         const SynthAddressSpace *as;
 } SynthProcessResult;
 
+/* A change of kernel text during the run (--text-poke). */
+typedef struct SynthPoke {
+        uint64_t tsc, addr;
+        uint8_t old_bytes[5], new_bytes[5];
+        uint64_t *cpu_offsets; /* each CPU's stream offset when it happened */
+} SynthPoke;
+
+#define SYNTH_POKES_MAX 2
+
 typedef struct SynthResult {
         const SynthConfig *cfg;
+        const SynthPoke *pokes; /* in time order */
+        size_t n_pokes;
         SynthCpuResult *cpus;
         size_t n_cpus;
         const uint8_t *sideband; /* perf records in time order */

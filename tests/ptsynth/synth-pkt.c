@@ -88,21 +88,24 @@ static int emit(SynthPktGen *g, const struct pt_packet *p) {
 
 /* CYC carries the core cycles since the previous CYC; it precedes the
  * packet it times, once at least 2^(thresh-1) cycles have passed. */
-static int maybe_cyc(SynthPktGen *g) {
-        uint64_t thresh;
+static int emit_cyc(SynthPktGen *g, uint64_t cycles) {
+        uint64_t thresh = g->cfg.cyc_thresh ? UINT64_C(1) << (g->cfg.cyc_thresh - 1) : 1;
         struct pt_packet p;
 
-        if (_likely_(!g->cfg.cyc) || !g->enabled)
-                return 0;
-        thresh = g->cfg.cyc_thresh ? UINT64_C(1) << (g->cfg.cyc_thresh - 1) : 1;
-        if (g->cyc < thresh)
+        if (cycles < thresh)
                 return 0;
         /* The encoder reads only the fields of the packet's type: no need
          * to clear the whole struct on this hot path. */
         p.type = ppt_cyc;
-        p.payload.cyc.value = g->cyc;
-        g->cyc = 0;
+        p.payload.cyc.value = cycles;
+        g->cyc -= cycles;
         return emit(g, &p);
+}
+
+static int maybe_cyc(SynthPktGen *g) {
+        if (_likely_(!g->cfg.cyc) || !g->enabled)
+                return 0;
+        return emit_cyc(g, g->cyc);
 }
 
 static int write_tnt(SynthPktGen *g) {
@@ -155,9 +158,28 @@ static int before_packet(SynthPktGen *g) {
         return maybe_cyc(g);
 }
 
-static int emit_mtc(SynthPktGen *g, uint64_t ctc) {
+/* MTC is CYC-eligible (the SDM's cycle counter "will continue to count
+ * when ContextEn or FilterEn are cleared, and cycle packets will still be
+ * generated"; perf calibrates its cycle-to-TSC ratio from a CYC right
+ * before an MTC): a CYC with the cycles up to the MTC's crystal-clock
+ * edge comes first, also while tracing is filtered out. Without it a CYC
+ * after a filtered stretch would carry cycles from several MTC periods,
+ * which libipt can only apportion by an estimate (pt_time_adjust_cyc)
+ * and which throws off its MTC-based calibration. at_tsc is the edge. */
+static int emit_mtc(SynthPktGen *g, uint64_t ctc, uint64_t at_tsc) {
         struct pt_packet p = {.type = ppt_mtc};
+        int r;
 
+        if (g->cfg.cyc) {
+                /* Cycles since the edge, at the current rate (TSC ticks per
+                 * cycle, 32.32); the rest was spent before it. */
+                uint64_t after =
+                        (uint64_t)((((unsigned __int128)(g->tsc - at_tsc) << 32) + g->tsc_frac) / g->rate);
+
+                r = emit_cyc(g, g->cyc > after ? g->cyc - after : 0);
+                if (r < 0)
+                        return r;
+        }
         p.payload.mtc.ctc = (uint8_t)(ctc >> g->cfg.mtc_freq);
         return emit(g, &p);
 }
@@ -173,7 +195,7 @@ int synth_pkt_advance_slow(SynthPktGen *g) {
         /* One MTC per period boundary crossed, with the CTC value right at
          * the boundary. */
         while (g->tsc >= g->next_mtc_tsc) {
-                r = emit_mtc(g, g->next_mtc_tsc / g->tsc_per_ctc);
+                r = emit_mtc(g, g->next_mtc_tsc / g->tsc_per_ctc, g->next_mtc_tsc);
                 if (r < 0)
                         return r;
                 g->next_mtc_tsc += g->tsc_per_ctc << g->cfg.mtc_freq;
@@ -281,10 +303,12 @@ int synth_pkt_pge(SynthPktGen *g, uint64_t ip) {
                 g->enabled = true;
                 return 0;
         }
+        /* TIP.PGE is CYC-eligible: its CYC (before MODE.Exec, the first
+         * packet of that cycle) times the first traced instruction. */
+        g->enabled = true;
         r = before_packet(g);
         if (r < 0)
                 return r;
-        g->enabled = true;
         r = emit_mode_exec(g);
         if (r < 0)
                 return r;

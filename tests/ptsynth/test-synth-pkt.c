@@ -221,4 +221,100 @@ static void test_psb_timing_ovf(void) {
         synth_pkt_done(&g);
 }
 
-RUN_TESTS(TEST(test_ip_compression), TEST(test_ret_compression), TEST(test_psb_timing_ovf));
+/* Cycle-accurate mode: MTC and TIP.PGE are CYC-eligible, so a CYC comes
+ * right before every MTC (with the cycles up to its crystal-clock edge)
+ * and before the MODE.Exec/TIP.PGE of a trace start, also after a long
+ * stretch with tracing filtered out. libipt's time then follows the
+ * generator's own to within a few TSC ticks at every trace start. */
+static void test_cyc(void) {
+        _cleanup_buffer_ Buffer out = BUFFER_NULL;
+        struct pt_packet_decoder *d;
+        struct pt_query_decoder *q;
+        SynthPktConfig cfg = {
+                .tsc = true,
+                .mtc = true,
+                .cyc = true,
+                .mtc_freq = 3,
+                .psb_period = 3,
+                .nom_freq = 21,
+                .cpuid_15_eax = 2,
+                .cpuid_15_ebx = 168,
+        };
+        uint64_t pge_tsc[8], ip;
+        enum pt_packet_type prev = ppt_invalid;
+        struct pt_config c;
+        SynthPktGen g;
+        unsigned n_pge = 0, n_mtc = 0, n_enabled = 0;
+        int status;
+
+        ASSERT_OK(synth_pkt_init(&g, &cfg, 1, 2, UINT64_C(1) << 40, 30, sink, &out));
+        ASSERT_OK(synth_pkt_psb(&g, &(SynthPsbState){.enabled = true, .ip = 0x401000}, NULL));
+        for (unsigned round = 0; round < ELEMENTSOF(pge_tsc); round++) {
+                for (unsigned i = 0; i < 50; i++) {
+                        ASSERT_OK(synth_pkt_advance(&g, 9));
+                        ASSERT_OK(synth_pkt_tnt(&g, true));
+                }
+                ASSERT_OK(synth_pkt_pgd(&g, 0));
+                /* Filtered out for 2..16 MTC periods (672 TSC ticks each,
+                 * 0.7 ticks per cycle at CBR 30), not a whole number. */
+                ASSERT_OK(synth_pkt_advance(&g, 1000 + 1733 * round));
+                pge_tsc[n_pge++] = g.tsc;
+                ASSERT_OK(synth_pkt_pge(&g, 0x401000));
+        }
+        ASSERT_OK(synth_pkt_flush_tnt(&g));
+        synth_pkt_flush(&g);
+
+        cfg_decoder(&c, &out);
+        d = pt_pkt_alloc_decoder(&c);
+        ASSERT_NOT_NULL(d);
+        ASSERT_TRUE(pt_pkt_sync_forward(d) >= 0);
+        for (;;) {
+                struct pt_packet p;
+                int r = pt_pkt_next(d, &p, sizeof p);
+
+                if (r == -pte_eos)
+                        break;
+                ASSERT_TRUE(r >= 0);
+                if (p.type == ppt_mtc) {
+                        ASSERT_EQ(prev, ppt_cyc);
+                        n_mtc++;
+                }
+                if (p.type == ppt_mode && p.payload.mode.leaf == pt_mol_exec && prev != ppt_psb &&
+                    prev != ppt_cbr && prev != ppt_tma)
+                        ASSERT_EQ(prev, ppt_cyc);
+                if (p.type != ppt_pad)
+                        prev = p.type;
+        }
+        pt_pkt_free_decoder(d);
+        ASSERT_TRUE(n_mtc > 8 * 2);
+
+        q = pt_qry_alloc_decoder(&c);
+        ASSERT_NOT_NULL(q);
+        status = pt_qry_sync_forward(q, &ip);
+        while (status >= 0) {
+                int taken;
+
+                while (status >= 0 && (status & pts_event_pending)) {
+                        struct pt_event ev;
+                        uint64_t tsc;
+
+                        status = pt_qry_event(q, &ev, sizeof ev);
+                        ASSERT_TRUE(status >= 0);
+                        if (ev.type != ptev_enabled)
+                                continue;
+                        ASSERT_TRUE(ev.has_tsc);
+                        tsc = ev.tsc;
+                        ASSERT_TRUE(n_enabled < n_pge);
+                        ASSERT_TRUE(tsc + 8 >= pge_tsc[n_enabled] && tsc <= pge_tsc[n_enabled] + 8);
+                        n_enabled++;
+                }
+                if (status & pts_eos)
+                        break;
+                status = pt_qry_cond_branch(q, &taken);
+        }
+        ASSERT_EQ(n_enabled, n_pge);
+        pt_qry_free_decoder(q);
+        synth_pkt_done(&g);
+}
+
+RUN_TESTS(TEST(test_ip_compression), TEST(test_ret_compression), TEST(test_psb_timing_ovf), TEST(test_cyc));

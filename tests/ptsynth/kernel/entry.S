@@ -87,6 +87,8 @@ entry_SYSCALL_64_after_hwframe:
         movslq %eax, %rsi
         call do_syscall_64
         movq %rsp, %rdi
+        call static_key_site
+        movq %rsp, %rdi
         call syscall_exit_to_user_mode
         POP_REGS
         popq %rax
@@ -124,6 +126,8 @@ asm_common_interrupt:
         movq 120(%rsp), %rsi
         call common_interrupt
         movq %rsp, %rdi
+        call static_key_site
+        movq %rsp, %rdi
         call irqentry_exit
         POP_REGS
         addq $8, %rsp
@@ -139,6 +143,8 @@ asm_sysvec_apic_timer_interrupt:
         PUSH_REGS
         movq %rsp, %rdi
         call sysvec_apic_timer_interrupt
+        movq %rsp, %rdi
+        call static_key_site
         movq %rsp, %rdi
         call irqentry_exit
         POP_REGS
@@ -165,6 +171,30 @@ asm_sysvec_reschedule_ipi:
         SWAPGS_IF_USER 8
         iretq
         .size asm_sysvec_reschedule_ipi, . - asm_sysvec_reschedule_ipi
+
+/* A static key (jump label) as Linux patches them at run time: a 5-byte
+ * NOP that ptsynth --text-poke turns into a jump to text_poke_slow (and
+ * back), with a TEXT_POKE record, as text_poke_bp() does. The branch at
+ * text_poke_guard is what lets the synthesizer keep the site from running
+ * right around a poke (../README.md). Called on the way out of system
+ * calls and interrupts. */
+        .globl static_key_site
+        .type static_key_site, @function
+static_key_site:
+        testq $1, (%rdi)
+        .globl text_poke_guard
+text_poke_guard:
+        jnz 2f
+        .globl text_poke_site
+text_poke_site:
+        .byte 0x0f, 0x1f, 0x44, 0x00, 0x00 /* nopl 0x0(%rax,%rax,1) */
+1:      ret
+        .globl text_poke_slow
+text_poke_slow:
+        incq %gs:0x6020
+        jmp 1b
+2:      ret
+        .size static_key_site, . - static_key_site
 
 /* A new task's first switch returns here (its stack was built that way by
  * copy_thread()), then leaves for user space. */

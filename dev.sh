@@ -9,7 +9,7 @@
 #   ./dev.sh test     the whole test suite (unit, integration, decode, system)
 #   ./dev.sh asan     unit + integration suites under ASan/UBSan
 #   ./dev.sh fuzz     every libFuzzer target for a bounded time (clang)
-#   ./dev.sh bench    benchmarks, writes BENCHMARKS.md
+#   ./dev.sh bench    benchmarks, writes BENCHMARKS.md (--quick: a smoke test)
 #   ./dev.sh deps     only install the Debian packages
 set -euo pipefail
 
@@ -33,6 +33,7 @@ debs=(
     linux-perf                                   # stock perf, the referee in tests
     systemd                                      # systemd-analyze, systemd-socket-activate
     binutils util-linux procps python3 file     # test tooling (nm, setpriv, ps)
+    bc                                           # the demo's traced workload
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }
@@ -91,8 +92,14 @@ cmd_fuzz() {
         meson test -C build-fuzz --print-errorlogs --num-processes "$(jobs)" --suite fuzz "$@"
 }
 
+# Every benchmark on this machine (tests/bench/run-all; --quick for a smoke
+# test, --help for the rest), from a release build of its own.
 cmd_bench() {
     install_deps
+    if [ -f build-bench/build.ninja ] &&
+       ! grep -q '"name": "buildtype", "value": "release"' build-bench/meson-info/intro-buildoptions.json 2>/dev/null; then
+        meson configure build-bench --buildtype=release >/dev/null
+    fi
     setup_build build-bench --buildtype=release
     exec "$top/tests/bench/run-all" "$top/build-bench" "$@"
 }

@@ -1,72 +1,104 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: MIT
 #
-# The demo: run ptraced's main job on this machine, as far as it exists,
-# and say plainly what does not exist yet. Called by ./dev.sh demo with the
-# build directory.
+# The demo: ptraced's main job on this machine. Start the daemon, let it
+# record, take a snapshot with `ptctl snapshot --reason latency`, look at
+# the bundle, decode it into a call trace and a Perfetto timeline, and hand
+# it to stock perf. Called by ./dev.sh demo with the build directory.
+#
+# On a machine with Intel PT the daemon records the real thing. Elsewhere
+# (AMD, most VMs) it runs on the emulated intel_pt PMU: the trace is
+# synthesized from the real processes' real code as they run, and every
+# status line and bundle says "simulated".
 set -euo pipefail
 build=$(readlink -f "${1:-build}")
 top=$(dirname "$(dirname "$(readlink -f "$0")")")
 demo=$top/.demo
+rm -rf "$demo"
 mkdir -p "$demo"
 
+ptraced=$build/daemon/ptraced
+ptctl=$build/client/ptctl
 step() { printf '\n\033[1m--- %s\033[0m\n' "$*"; }
 run() { printf '$ %s\n' "$*"; "$@"; }
 
-step "ptraced and ptctl"
-run "$build/daemon/ptraced" --version
-run "$build/client/ptctl" --version
-
 step "Is there an Intel PT PMU on this machine?"
-if run "$build/daemon/ptraced" --check-config; then
-    echo "yes: the configuration above is what ptraced would record with."
+if "$ptraced" --check-config; then
+    source=kernel
+    echo "yes: recording the real thing"
 else
-    echo "(no: this machine has no Intel PT, as expected on AMD or in most VMs)"
+    source=sim
+    echo "(no: this machine has no Intel PT; the demo runs on the emulated intel_pt PMU)"
 fi
 
-step "The same configuration checked against a Skylake server's intel_pt PMU (sysfs fixture)"
 cat > "$demo/ptraced.conf" <<CONF
 [Trace]
-Event=intel_pt/cyc,mtc_period=3,psb_period=2/u
-CONF
-run cat "$demo/ptraced.conf"
-run "$build/daemon/ptraced" --config "$demo/ptraced.conf" --sysfs-root "$top/tests/fixtures/sysfs/skylake" --check-config
-
-step "A bad value gets perf's message"
-printf '[Trace]\nEvent=intel_pt/mtc_period=4/\n' > "$demo/bad.conf"
-run "$build/daemon/ptraced" --config "$demo/bad.conf" --sysfs-root "$top/tests/fixtures/sysfs/skylake" --check-config || true
-
-step "ptraced on the emulated PMU, and a snapshot over its control socket"
-if "$build/daemon/ptraced" --source=sim --check-config >/dev/null 2>&1; then
-    cat > "$demo/sim.conf" <<CONF
-[Trace]
-Source=sim
+Source=$source
 BufferSize=1M
 [Storage]
 Directory=$demo/bundles
 [Control]
 Socket=$demo/io.ptraced
 CONF
-    "$build/daemon/ptraced" --config "$demo/sim.conf" > "$demo/ptraced.log" 2>&1 &
-    daemon=$!
-    trap 'kill -TERM $daemon 2>/dev/null; wait $daemon 2>/dev/null' EXIT
-    for _ in $(seq 100); do [ -S "$demo/io.ptraced" ] && grep -q "^Started" "$demo/ptraced.log" && break; sleep 0.1; done
-    sleep 1 # let the rings fill
-    run "$build/client/ptctl" --socket "$demo/io.ptraced" status
-    run "$build/client/ptctl" --socket "$demo/io.ptraced" snapshot --reason latency
-    run "$build/client/ptctl" list --directory "$demo/bundles" -n 3
-    run "$build/client/ptctl" --socket "$demo/io.ptraced" snapshot --reason latency ||
-        echo "(refused: the same reason within [Triggers] DuplicateSuppressionSec=; every refusal says why)"
-else
-    echo "(this build has no simulated trace source yet: tests/ptsynth provides it)"
+step "The configuration"
+run cat "$demo/ptraced.conf"
+
+step "Something to trace: a workload that computes in a loop"
+( while :; do echo 'scale=200; 4*a(1)' | bc -l >/dev/null 2>&1 || true; done ) &
+workload=$!
+
+step "Start ptraced"
+printf '$ %s --config %s &\n' "$ptraced" "$demo/ptraced.conf"
+"$ptraced" --config "$demo/ptraced.conf" > "$demo/ptraced.log" 2>&1 &
+daemon=$!
+cleanup() {
+    kill -TERM "$daemon" "$workload" 2>/dev/null || true
+    wait "$daemon" 2>/dev/null || true
+}
+trap cleanup EXIT
+for _ in $(seq 100); do
+    [ -S "$demo/io.ptraced" ] && grep -q "^Started" "$demo/ptraced.log" && break
+    kill -0 "$daemon" 2>/dev/null || { cat "$demo/ptraced.log"; exit 1; }
+    sleep 0.1
+done
+sed 's/^/  ptraced: /' "$demo/ptraced.log"
+sleep 1 # let the rings fill
+run "$ptctl" --socket "$demo/io.ptraced" status
+
+step "Something went wrong: take a snapshot"
+printf '$ %s\n' "$ptctl --socket $demo/io.ptraced snapshot --reason latency"
+bundle=$("$ptctl" --socket "$demo/io.ptraced" snapshot --reason latency)
+echo "$bundle"
+run "$ptctl" list --directory "$demo/bundles"
+run "$ptctl" info "$bundle" > "$demo/info.txt"
+head -n 40 "$demo/info.txt"
+
+step "What every CPU executed: the call trace of the workload's threads"
+run "$ptctl" decode "$bundle" --comm bc --format=calls -o "$demo/calls.txt"
+head -n 40 "$demo/calls.txt"
+echo "... ($(wc -l < "$demo/calls.txt") lines in $demo/calls.txt)"
+
+step "Coverage and errors per CPU"
+run "$ptctl" decode "$bundle" --format=summary
+
+step "A Perfetto timeline (open it at https://ui.perfetto.dev)"
+run "$ptctl" decode "$bundle" --format=perfetto -o "$demo/trace.json"
+ls -l "$demo/trace.json"
+
+step "Stock perf reads it too"
+run "$ptctl" export --perf "$bundle" "$demo/perf"
+if command -v perf >/dev/null; then
+    run perf script -i "$demo/perf" --symfs "$demo/perf/symfs" --itrace=b -F cpu,tid,ip,sym,addr \
+        > "$demo/perf-script.txt" 2>/dev/null || true
+    head -n 10 "$demo/perf-script.txt"
 fi
 
-step "Not there yet"
-cat <<TXT
-Recording (the per-CPU snapshot rings and side-band), snapshots over the
-control socket, bundles and decoding are being built; this demo will start
-ptraced, run 'ptctl snapshot --reason latency' and decode the bundle as soon
-as they land. Today's real capability on this machine is the perf side-band
-reader: 'meson test -C build --suite system -v test-sideband' reads this
-kernel's side-band for a forked, exec'ing child.
-TXT
+step "Stop"
+run kill -TERM "$daemon"
+wait "$daemon" || true
+tail -n 2 "$demo/ptraced.log" | sed 's/^/  ptraced: /'
+trap - EXIT
+kill "$workload" 2>/dev/null || true
+echo
+echo "Bundle: $bundle"
+echo "Timeline: $demo/trace.json"

@@ -8,6 +8,7 @@
  * with every hash verified.
  *
  *   bench-bundle [--cpus N] [--mib M] [--dir DIR] [--workers W] [--level L] [--input FILE]
+ *                [--json FILE]
  *
  * The trace bytes come from --input (a real or synthesized PT stream,
  * repeated and offset per CPU) or from a PT-shaped generator: PSB+ every
@@ -149,11 +150,11 @@ int main(int argc, char **argv) {
                 { "cpus", required_argument, NULL, 'c' }, { "mib", required_argument, NULL, 'm' },
                 { "dir", required_argument, NULL, 'd' },  { "workers", required_argument, NULL, 'w' },
                 { "level", required_argument, NULL, 'l' }, { "input", required_argument, NULL, 'i' },
-                {},
+                { "json", required_argument, NULL, 'j' },   {},
         };
         unsigned cpus = 8, mib = 64, workers = 0;
         int level = 1, c;
-        const char *dir = "/var/tmp", *input = NULL;
+        const char *dir = "/var/tmp", *input = NULL, *json = NULL;
         BundleWriterOptions o = BUNDLE_WRITER_OPTIONS_DEFAULT;
         _cleanup_(bundle_manifest_freep) BundleManifest *m = NULL;
         _cleanup_free_ char *error = NULL, *path = NULL, *raw = NULL, *zout = NULL, *cmd = NULL, *work = NULL;
@@ -182,6 +183,9 @@ int main(int argc, char **argv) {
                         break;
                 case 'i':
                         input = optarg;
+                        break;
+                case 'j':
+                        json = optarg;
                         break;
                 default:
                         return 2;
@@ -296,6 +300,23 @@ int main(int argc, char **argv) {
                 printf("  read + verify : %7.3f s  %8.1f MB/s\n", t_read, mb / t_read);
                 printf("  ratio         : wall time %.2fx, cpu time %.2fx, size %.3fx of zstd -1\n", t_bundle / t_zstd,
                        c_bundle / c_zstd, (double) st_bundle.st_size / (double) st_zstd.st_size);
+        }
+        if (json) {
+                FILE *f = fopen(json, "we");
+
+                if (!f) {
+                        fprintf(stderr, "cannot write %s: %m\n", json);
+                        return 1;
+                }
+                fprintf(f,
+                        "{\"cpus\": %u, \"mib_per_cpu\": %u, \"level\": %d, \"workers\": %u, \"input\": \"%s\",\n"
+                        " \"trace_bytes\": %llu, \"bundle_s\": %.6f, \"bundle_members_s\": %.6f, \"bundle_cpu_s\": %.6f,\n"
+                        " \"bundle_bytes\": %lld, \"zstd_s\": %.6f, \"zstd_cpu_s\": %.6f, \"zstd_bytes\": %lld,\n"
+                        " \"read_verify_s\": %.6f}\n",
+                        cpus, mib, level, workers, input ? "file" : "generator",
+                        (unsigned long long) cpus * (unsigned long long) per, t_bundle, t_members, c_bundle,
+                        (long long) st_bundle.st_size, t_zstd, c_zstd, (long long) st_zstd.st_size, t_read);
+                fclose(f);
         }
 
         unlink(raw);

@@ -9,6 +9,11 @@
  *   bench-decode PTSYNTH [WORKDIR]   synthesize a kernel-only bundle of
  *                                    4 x 16 MiB of trace and measure it
  *   bench-decode --bundle FILE       measure an existing bundle
+ *   bench-decode --bundle FILE --only plain|decode [JOBS]
+ *                                    one run in this process (for profilers
+ *                                    and tests/bench/run-all, which times it)
+ *
+ * --json FILE (anywhere on the command line) also writes the figures as JSON.
  *
  * A kernel-only trace has one address space, so the plain loop needs no
  * side-band to be correct: one pt_image with the kernel image's segments
@@ -209,6 +214,15 @@ static int ours(void *userdata, uint64_t *ret_insns, uint64_t *ret_branches) {
         return 0;
 }
 
+static void json_result(FILE *f, const char *what, const Result *r, bool last) {
+        if (!f)
+                return;
+        fprintf(f,
+                "  \"%s\": {\"seconds\": %.6f, \"cpu_seconds\": %.6f, \"maxrss_kb\": %ld, \"instructions\": %" PRIu64
+                ", \"branches\": %" PRIu64 "}%s\n",
+                what, r->seconds, r->cpu_seconds, r->maxrss_kb, r->insns, r->branches, last ? "" : ",");
+}
+
 static void print(const char *what, const Result *r, uint64_t bytes, const Result *base) {
         printf("%-34s %6.2f s (cpu %6.2f s) %7.1f MB/s %7.1f Minsn/s %6.1f MiB RSS", what, r->seconds, r->cpu_seconds,
                (double) bytes / 1e6 / r->seconds, (double) r->insns / 1e6 / r->seconds, (double) r->maxrss_kb / 1024);
@@ -221,14 +235,57 @@ static void print(const char *what, const Result *r, uint64_t bytes, const Resul
 int main(int argc, char **argv) {
         _cleanup_free_ char *bundle = NULL, *error = NULL;
         Bench b = {};
-        Result base, serial, parallel, e2e_serial, e2e_parallel;
+        Result base = {}, serial = {}, parallel = {}, e2e_serial = {}, e2e_parallel = {};
         uint64_t bytes = 0;
         long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+        const char *json = NULL;
+        FILE *jf = NULL;
         int r;
 
-        if (argc >= 3 && streq(argv[1], "--bundle"))
+        /* --json FILE may come anywhere: take it out of argv. */
+        for (int i = 1; i + 1 < argc; i++)
+                if (streq(argv[i], "--json")) {
+                        json = argv[i + 1];
+                        memmove(argv + i, argv + i + 2, (size_t) (argc - i - 1) * sizeof(char *));
+                        argc -= 2;
+                        break;
+                }
+        if (json && !(jf = fopen(json, "we"))) {
+                fprintf(stderr, "cannot write %s: %m\n", json);
+                return 1;
+        }
+
+        if (argc >= 3 && streq(argv[1], "--bundle")) {
                 bundle = strdup(argv[2]);
-        else if (argc >= 2) {
+                if (!bundle)
+                        return 1;
+                /* For profilers: one run in this process, "--only plain"
+                 * or "--only decode [JOBS]". */
+                if (argc >= 5 && streq(argv[3], "--only")) {
+                        uint64_t insns = 0, branches = 0;
+
+                        r = decode_input_from_bundle(bundle, &b.in, &error);
+                        if (r < 0) {
+                                fprintf(stderr, "%s: %s\n", bundle, error ?: strerror(-r));
+                                return 1;
+                        }
+                        b.bundle = bundle;
+                        b.jobs = argc >= 6 ? (unsigned) atoi(argv[5]) : 1;
+                        r = streq(argv[4], "plain") ? plain(&b, &insns, &branches) : ours(&b, &insns, &branches);
+                        printf("%s: %" PRIu64 " instructions, %" PRIu64 " branches or blocks\n", argv[4], insns,
+                               branches);
+                        if (jf) {
+                                fprintf(jf,
+                                        "{\"mode\": \"%s\", \"jobs\": %u, \"instructions\": %" PRIu64
+                                        ", \"branches\": %" PRIu64 ", \"ok\": %s}\n",
+                                        streq(argv[4], "plain") ? "plain" : "decode", b.jobs, insns, branches,
+                                        r < 0 ? "false" : "true");
+                                fclose(jf);
+                        }
+                        decode_input_free(b.in);
+                        return r < 0 ? 1 : 0;
+                }
+        } else if (argc >= 2) {
                 const char *dir = argc >= 3 ? argv[2] : "/tmp";
                 _cleanup_free_ char *cmd = NULL;
 
@@ -243,7 +300,7 @@ int main(int argc, char **argv) {
                         return 1;
                 }
         } else {
-                fprintf(stderr, "usage: bench-decode PTSYNTH [WORKDIR] | --bundle FILE\n");
+                fprintf(stderr, "usage: bench-decode [--json FILE] PTSYNTH [WORKDIR] | --bundle FILE [--only plain|decode [JOBS]]\n");
                 return 2;
         }
 
@@ -282,6 +339,17 @@ int main(int argc, char **argv) {
                 fprintf(stderr, "end-to-end --jobs N failed\n");
         print("end to end (read bundle) --jobs N", &e2e_parallel, bytes, &base);
 
+        if (jf) {
+                fprintf(jf, "{\"trace_bytes\": %" PRIu64 ", \"cpus\": %zu, \"jobs\": %u,\n", bytes, b.in->n_cpus,
+                        b.jobs);
+                json_result(jf, "plain", &base, false);
+                json_result(jf, "decode_jobs_1", &serial, false);
+                json_result(jf, "decode_jobs_n", &parallel, false);
+                json_result(jf, "end_to_end_jobs_1", &e2e_serial, false);
+                json_result(jf, "end_to_end_jobs_n", &e2e_parallel, true);
+                fprintf(jf, "}\n");
+                fclose(jf);
+        }
         if (argc < 3 || !streq(argv[1], "--bundle"))
                 (void) unlink(bundle);
         decode_input_free(b.in);

@@ -90,7 +90,10 @@ int main(int argc, char **argv) {
         if (write_one(argv[1], "a.tar", "latency", "varlink", 0, 0) < 0 ||
             write_one(argv[1], "b.tar", "crash", "crash", 1, 1) < 0 ||
             write_one(argv[1], "c.tar", "manual", "signal", 2, 2) < 0 ||
-            write_one(argv[1], "e.tar", "evil\x1b[31mred\x07 reason that is rather long indeed", "fifo", 4, 0) < 0)
+            write_one(argv[1], "e.tar", "evil\x1b[31mred\x07 reason that is rather long indeed", "fifo", 4, 0) < 0 ||
+            /* UTF-8 shown as is; a C1 control (U+009B, a terminal CSI)
+             * and an invalid byte escaped. */
+            write_one(argv[1], "f.tar", "caf\xc3\xa9 \xe2\x89\x88 \xc2\x9b\xff", "fifo", 5, 0) < 0)
                 return 1;
 
         /* d.tar: a.tar cut in half: damaged. */

@@ -28,7 +28,7 @@ run 0 "$ptctl" list --directory "$dir"
 echo "$out"
 has "TIME"
 has "LOOKBACK"
-[ "$(grep -c '^2024-05-01' <<<"$out")" -eq 5 ] || fail "expected 5 rows"
+[ "$(grep -c '^2024-05-01' <<<"$out")" -eq 6 ] || fail "expected 6 rows"
 grep -q "^2024-05-01 10:00:00 ${ida:0:12} latency .* present" <<<"$out" || fail "row a: $out"
 grep -q "crash .* truncated" <<<"$out" || fail "row b"
 grep -q "manual .* 1/2 .* incomplete" <<<"$out" || fail "row c"
@@ -37,6 +37,9 @@ grep -q "^[0-9-]* [0-9:]* -  .* incomplete" <<<"$out" || fail "row d (damaged)"
 # Hostile strings are escaped, never sent to the terminal raw.
 has 'evil\x1b[31mred\x07'
 ! grep -q $'\x1b' <<<"$out" || fail "escape character reached the terminal"
+# Valid UTF-8 is text, shown as is; C1 controls and invalid bytes are not.
+grep -qF "café ≈ \xc2\x9b\xff" <<<"$out" || fail "UTF-8 reason not shown as text (or C1/invalid bytes not escaped): $out"
+! grep -q $'\xc2\x9b' <<<"$out" || fail "a C1 control reached the terminal"
 
 # Filters and -n.
 run 0 "$ptctl" list --directory "$dir" -n 2
@@ -62,9 +65,9 @@ run 0 "$ptctl" list --directory "$dir" --json
 python3 -c '
 import json, sys
 rows = json.loads(sys.stdin.read())
-assert len(rows) == 5, rows
+assert len(rows) == 6, rows
 states = sorted(r["state"] for r in rows)
-assert states == ["incomplete", "incomplete", "present", "present", "truncated"], states
+assert states == ["incomplete", "incomplete", "present", "present", "present", "truncated"], states
 damaged = [r for r in rows if r["id"] is None][0]
 assert "error" in damaged and damaged["path"].endswith("d.tar"), damaged
 assert rows[0]["lookback_ns"] == 12500000 and rows[0]["cpus"] == 2
@@ -108,7 +111,7 @@ if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     chmod 755 "$tmp" "$dir"
     as_nobody=(setpriv --reuid=65534 --regid=65534 --clear-groups)
     run 0 "${as_nobody[@]}" "$ptctl" list --directory "$dir"
-    [ "$(grep -c 'inaccessible' <<<"$out")" -eq 5 ] || fail "as nobody: $out"
+    [ "$(grep -c 'inaccessible' <<<"$out")" -eq 6 ] || fail "as nobody: $out"
     run 5 "${as_nobody[@]}" "$ptctl" info "$dir/a.tar"
     has "Permission denied"
     chmod 700 "$dir"

@@ -371,6 +371,24 @@ static void child_hog(void *arg) {
                 __asm__ volatile("" ::: "memory");
 }
 
+/* PF_KTHREAD in the flags field (the 9th) of /proc/PID/stat. */
+static bool is_kernel_thread(pid_t pid) {
+        _cleanup_free_ char *path = NULL, *stat = NULL;
+        unsigned long flags;
+        const char *p;
+
+        if (pid <= 0)
+                return pid == 0; /* the idle task */
+        if (asprintf(&path, "/proc/%d/stat", (int) pid) < 0)
+                return false;
+        if (read_full_file(path, 4096, &stat, NULL) < 0)
+                return false;
+        p = strrchr(stat, ')');
+        if (!p || sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) != 1)
+                return false;
+        return flags & 0x00200000;
+}
+
 static void test_sched_latency(void) {
         _cleanup_strv_free_ char **l = NULL;
         Env e;
@@ -399,9 +417,17 @@ static void test_sched_latency(void) {
         ASSERT_STREQ(detail_str(&b, "comm"), "pttest-wakee");
         ASSERT_EQ(detail_int(&b, "pid"), wakee);
         /* The hog woke it (its timer interrupted the hog) or held the CPU
-         * right before it ran (unless a kernel thread got in between). */
+         * right before it ran. Neither is certain on a loaded machine: the
+         * wakee's timer may have migrated to the other CPU (so the waker is
+         * whatever ran there), and a kernel thread starved by the hog (a
+         * kworker, ksoftirqd) may run between the hog and the wakee. So
+         * the accepted third case is a kernel thread running just before. */
+        fprintf(stderr, "waker %s[%" PRIi64 "], running before %s[%" PRIi64 "]\n",
+                detail_str(&b, "waker_comm"), detail_int(&b, "waker_pid"),
+                detail_str(&b, "running_comm"), detail_int(&b, "running_pid"));
         ASSERT_TRUE(streq(detail_str(&b, "waker_comm"), "pttest-hog") ||
-                    streq(detail_str(&b, "running_comm"), "pttest-hog"));
+                    streq(detail_str(&b, "running_comm"), "pttest-hog") ||
+                    is_kernel_thread((pid_t) detail_int(&b, "running_pid")));
         ASSERT_FALSE(detail_bool(&b, "preempted"));
         ASSERT_EQ(detail_int(&b, "cpu"), 1);
         check_interval(&b, 50 * NSEC_PER_MSEC, 300 * NSEC_PER_MSEC);

@@ -1,0 +1,211 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * Snapshot benchmark on the emulated PMU, the recorder's real code:
+ *
+ *  - trigger-to-frozen latency: from the trigger to the last intel_pt event
+ *    disabled (p50/p99 over many freezes), for 2..64 emulated CPUs;
+ *  - blackout per CPU (disable to re-enable) against a plain memcpy of the
+ *    same bytes on this machine, with the ratio;
+ *  - freeze-to-thaw of the whole snapshot.
+ *
+ * The emulated PMU's producer threads run at a low rate so they do not
+ * compete with the measurement on a small machine; the copy is the same
+ * whatever produced the bytes.
+ *
+ *     bench-snapshot [--json FILE] [--rounds N] [CPUS:SIZE ...]
+ *
+ * Default matrix: 2:1M 2:16M 2:64M 8:4M 16:4M 64:1M 64:4M.
+ */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <sys/mman.h>
+
+#include "parse-util.h"
+#include "pmu-sim.h"
+#include "pt-config.h"
+#include "recorder.h"
+#include "sim-test-source.h"
+#include "test.h"
+
+static int cmp_u64(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+        return x < y ? -1 : x > y;
+}
+
+static uint64_t pct(uint64_t *v, size_t n, unsigned p) {
+        qsort(v, n, sizeof(uint64_t), cmp_u64);
+        return v[MIN(n - 1, (n * p + 99) / 100 - (n * p + 99 >= 100 ? 1 : 0))];
+}
+
+typedef struct Result {
+        unsigned cpus;
+        uint64_t size;
+        uint64_t freeze_p50, freeze_p99; /* ns */
+        uint64_t blackout_p50, blackout_p99;
+        uint64_t memcpy_p50;
+        uint64_t thaw_p50;
+} Result;
+
+/* memcpy of `size` bytes from a mapped buffer into prefaulted memory, the
+ * way the recorder copies: the baseline its blackout is compared with. */
+static uint64_t memcpy_ns(uint64_t size, unsigned rounds) {
+        uint8_t *src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        uint8_t *dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+        uint64_t *v = calloc(rounds, sizeof(uint64_t)), r;
+
+        ASSERT_TRUE(src != MAP_FAILED && dst != MAP_FAILED && v);
+        memset(src, 0x5a, size);
+        for (unsigned i = 0; i < rounds; i++) {
+                nsec_t t = now_nsec(CLOCK_MONOTONIC);
+                memcpy(dst, src, size);
+                __asm__ volatile("" ::"r"(dst) : "memory");
+                v[i] = now_nsec(CLOCK_MONOTONIC) - t;
+        }
+        r = pct(v, rounds, 50);
+        munmap(src, size);
+        munmap(dst, size);
+        free(v);
+        return r;
+}
+
+static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
+        /* Fast enough to fill the rings quickly, slow enough for 64
+         * producer threads not to swamp a two-core machine. */
+        PmuBackend *b = sim_test_backend_new(cpus, cpus > 8 ? (2U << 20) : (16U << 20), NULL);
+        Pmu *pmu = NULL;
+        PtEventConfig ev = {};
+        Recorder *rec = NULL;
+        char *err = NULL;
+        uint64_t *freeze = calloc(rounds, sizeof(uint64_t)), *thaw = calloc(rounds, sizeof(uint64_t));
+        uint64_t *blackout = calloc((size_t) rounds * cpus, sizeof(uint64_t)), copied = 0;
+        size_t nb = 0;
+
+        ASSERT_OK(pmu_load(b->sysfs_root, "intel_pt", &pmu));
+        ASSERT_OK(pt_event_config_parse(pmu, "intel_pt//", &ev, &err));
+        /* Tracking events on real CPUs need root; this bench measures the
+         * intel_pt side, so give it emulated tracking only when not root. */
+        RecorderOptions o = {
+                .backend = b, .pmu = pmu, .event = &ev, .aux_size = size, .sideband_size = 64 * 1024,
+        };
+        ASSERT_OK(recorder_new(&o, &rec));
+        ASSERT_OK(recorder_sync_cpus(rec, now_nsec(CLOCK_MONOTONIC)));
+        if (recorder_n_recording(rec) != cpus)
+                test_skip("only %u of %u emulated CPUs record (run as root)", recorder_n_recording(rec), cpus);
+
+        /* Fill every ring (or 2 MiB of it) so the copies have substance. */
+        for (unsigned c = 0; c < cpus; c++)
+                while (pmu_sim_bytes_produced(b, c) < MIN(size, (uint64_t) 2 << 20))
+                        (void) poll(NULL, 0, 5);
+
+        for (unsigned i = 0; i < rounds; i++) {
+                RecorderSnapshot *s = NULL;
+                struct pollfd p = { .fd = recorder_freeze_fd(rec), .events = POLLIN };
+                nsec_t t = now_nsec(CLOCK_MONOTONIC);
+
+                ASSERT_OK(recorder_freeze(rec, t));
+                ASSERT_EQ(poll(&p, 1, 10000), 1);
+                ASSERT_OK(recorder_collect(rec, &s));
+                freeze[i] = s->frozen_at - s->trigger_at;
+                thaw[i] = s->thawed_at - s->trigger_at;
+                for (size_t c = 0; c < s->n_cpus; c++) {
+                        blackout[nb++] = s->cpus[c].enabled_at - s->cpus[c].disabled_at;
+                        copied = MAX(copied, (uint64_t) s->cpus[c].size);
+                }
+                recorder_snapshot_free(s);
+                ASSERT_OK(recorder_replenish(rec));
+                (void) poll(NULL, 0, 2);
+        }
+
+        *res = (Result){
+                .cpus = cpus,
+                .size = size,
+                .freeze_p50 = pct(freeze, rounds, 50),
+                .freeze_p99 = pct(freeze, rounds, 99),
+                .blackout_p50 = pct(blackout, nb, 50),
+                .blackout_p99 = pct(blackout, nb, 99),
+                .thaw_p50 = pct(thaw, rounds, 50),
+                /* The same number of bytes as the largest per-CPU copy. */
+                .memcpy_p50 = memcpy_ns(MAX(copied, (uint64_t) 4096), MAX(rounds / 2, 5U)),
+        };
+
+        recorder_free(rec);
+        pt_event_config_done(&ev);
+        pmu_free(pmu);
+        pmu_backend_free(b);
+        free(freeze);
+        free(thaw);
+        free(blackout);
+        free(err);
+}
+
+int main(int argc, char **argv) {
+        static const char *const defaults[] = { "2:1M", "2:16M", "2:64M", "8:4M", "16:4M", "64:1M", "64:4M" };
+        const char *json = NULL;
+        unsigned rounds = 100;
+        FILE *jf = NULL;
+        int c;
+
+        static const struct option options[] = {
+                { "json", required_argument, NULL, 'j' },
+                { "rounds", required_argument, NULL, 'r' },
+                {},
+        };
+        while ((c = getopt_long(argc, argv, "j:r:", options, NULL)) >= 0)
+                switch (c) {
+                case 'j':
+                        json = optarg;
+                        break;
+                case 'r':
+                        rounds = (unsigned) atoi(optarg);
+                        break;
+                default:
+                        return 2;
+                }
+        if (rounds < 10)
+                rounds = 10;
+
+        const char *const *cases = optind < argc ? (const char *const *) argv + optind : defaults;
+        size_t n_cases = optind < argc ? (size_t) (argc - optind) : ELEMENTSOF(defaults);
+
+        if (json && !(jf = fopen(json, "we"))) {
+                perror(json);
+                return 1;
+        }
+        printf("| CPUs | ring | trigger→frozen p50 | p99 | blackout/CPU p50 | p99 | memcpy same bytes | ratio | "
+               "trigger→all thawed p50 |\n|---|---|---|---|---|---|---|---|---|\n");
+        if (jf)
+                fprintf(jf, "[\n");
+        for (size_t i = 0; i < n_cases; i++) {
+                unsigned cpus;
+                char sz[32];
+                uint64_t size;
+                Result r;
+
+                if (sscanf(cases[i], "%u:%31s", &cpus, sz) != 2 || parse_size(sz, &size) < 0) {
+                        fprintf(stderr, "bad case '%s': expected CPUS:SIZE like 8:4M\n", cases[i]);
+                        return 2;
+                }
+                run(cpus, size, rounds, &r);
+                printf("| %u | %s | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.2f× | %.1f µs |\n", cpus, sz,
+                       r.freeze_p50 / 1e3, r.freeze_p99 / 1e3, r.blackout_p50 / 1e3, r.blackout_p99 / 1e3,
+                       r.memcpy_p50 / 1e3, (double) r.blackout_p50 / (double) MAX(r.memcpy_p50, (uint64_t) 1),
+                       r.thaw_p50 / 1e3);
+                fflush(stdout);
+                if (jf)
+                        fprintf(jf,
+                                "  {\"cpus\": %u, \"ring_bytes\": %" PRIu64 ", \"freeze_p50_ns\": %" PRIu64
+                                ", \"freeze_p99_ns\": %" PRIu64 ", \"blackout_p50_ns\": %" PRIu64
+                                ", \"blackout_p99_ns\": %" PRIu64 ", \"memcpy_p50_ns\": %" PRIu64
+                                ", \"thaw_p50_ns\": %" PRIu64 "}%s\n",
+                                r.cpus, r.size, r.freeze_p50, r.freeze_p99, r.blackout_p50, r.blackout_p99,
+                                r.memcpy_p50, r.thaw_p50, i + 1 < n_cases ? "," : "");
+        }
+        if (jf) {
+                fprintf(jf, "]\n");
+                fclose(jf);
+        }
+        return 0;
+}

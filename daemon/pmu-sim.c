@@ -59,6 +59,7 @@ typedef struct SimEvent {
         void *user_ring;
         struct perf_event_mmap_page *meta;
         uint64_t lost_records; /* records the data ring had no room for */
+        uint64_t wakeup_head;  /* the kernel's rb->wakeup: data_head at the last wakeup point */
 
         /* AUX area. */
         int aux_memfd;
@@ -82,11 +83,15 @@ typedef struct SimEvent {
         int produce_error;
 
         /* keep_truth: the last `aux_size` bytes produced, linear, and the
-         * snapshot of them taken at the last DISABLE. */
+         * snapshot of them taken at the last DISABLE. Taking it is a copy of
+         * the whole buffer, which the real PMU's DISABLE does not do: the
+         * DISABLE only marks it due, and it is taken before the history
+         * changes (the producer's next write) or when asked for. */
         uint8_t *history;
         uint8_t *truth;
         size_t truth_size;
         uint64_t truth_total;
+        bool truth_due;
 } SimEvent;
 
 struct PmuSim {
@@ -255,6 +260,19 @@ static void sim_ring_write(SimEvent *e, const void *rec, size_t size) {
         for (size_t i = 0; i < size; i++)
                 data[(head + i) & (dsize - 1)] = ((const uint8_t *) rec)[i];
         ring_store_release(&m->data_head, head + size);
+        if (e->kind == SIM_EVENT_PT) {
+                /* The intel_pt event's ring wakes its reader as the kernel
+                 * does (perf_output_begin/put_handle): when the head has
+                 * moved more than the watermark, half the ring unless the
+                 * attr sets one, past the last wakeup point; not for every
+                 * AUX record, which would put a syscall in every DISABLE. */
+                uint64_t wm = e->attr.watermark && e->attr.wakeup_watermark
+                                      ? MIN((uint64_t) e->attr.wakeup_watermark, dsize)
+                                      : dsize / 2;
+                if (head + size - e->wakeup_head <= wm)
+                        return;
+                e->wakeup_head += wm;
+        }
         sim_wakeup(e);
 }
 
@@ -307,6 +325,24 @@ static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
                 p += k;
                 n -= k;
         }
+}
+
+/* Called with e->lock held: the snapshot of what the ring held at the last
+ * DISABLE, oldest first, for keep_truth, if not taken yet. Production has
+ * not touched the history since that DISABLE. */
+static void sim_take_truth(SimEvent *e) {
+        size_t n = (size_t) MIN(e->total, (uint64_t) e->aux_size), hoff;
+
+        if (!e->truth_due)
+                return;
+        e->truth_due = false;
+        /* history is circular in `total`: the newest n bytes end at total. */
+        hoff = (size_t) ((e->total - n) % e->aux_size);
+        size_t first = MIN(n, e->aux_size - hoff);
+        memcpy(e->truth, e->history + hoff, first);
+        memcpy(e->truth + first, e->history, n - first);
+        e->truth_size = n;
+        e->truth_total = e->total;
 }
 
 /* Bytes the producer writes per step under the event's lock: a DISABLE
@@ -371,6 +407,7 @@ static void *sim_producer(void *userdata) {
                          * not traced, and the next piece starts with PSB+. */
                         if (!e->enabled || !s->online[e->cpu])
                                 break;
+                        sim_take_truth(e);
                         sim_aux_write(e, buf, (size_t) k);
                         e->started = false;
                         due -= (double) k;
@@ -469,7 +506,14 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 .ring_memfd = -EBADF,
                 .aux_memfd = -EBADF,
         };
-        pthread_mutex_init(&e->lock, NULL);
+        /* Adaptive: a DISABLE that finds the producer mid-piece spins for
+         * the few hundred nanoseconds the piece takes instead of sleeping
+         * and waiting to be scheduled again on a busy machine. */
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        (void) pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+        pthread_mutex_init(&e->lock, &ma);
+        pthread_mutexattr_destroy(&ma);
         pthread_cond_init(&e->cond, NULL);
         e->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (e->fd < 0) {
@@ -606,21 +650,6 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
         return RET_NERRNO(munmap(addr, length));
 }
 
-/* Snapshot of what the ring holds, oldest first, for keep_truth. */
-static void sim_take_truth(SimEvent *e) {
-        size_t n = (size_t) MIN(e->total, (uint64_t) e->aux_size), hoff;
-
-        if (!e->truth)
-                return;
-        /* history is circular in `total`: the newest n bytes end at total. */
-        hoff = (size_t) ((e->total - n) % e->aux_size);
-        size_t first = MIN(n, e->aux_size - hoff);
-        memcpy(e->truth, e->history + hoff, first);
-        memcpy(e->truth + first, e->history, n - first);
-        e->truth_size = n;
-        e->truth_total = e->total;
-}
-
 static int sim_enable(SimEvent *e, bool on) {
         pthread_mutex_lock(&e->lock);
         if (on && !e->enabled) {
@@ -639,7 +668,7 @@ static int sim_enable(SimEvent *e, bool on) {
                          * buffer size, with OVERWRITE set. */
                         ring_store_release(&e->meta->aux_head, e->aux_write);
                         sim_log_record_aux(e, e->aux_write, e->aux_size, PERF_AUX_FLAG_OVERWRITE);
-                        sim_take_truth(e);
+                        e->truth_due = e->truth != NULL;
                 }
         }
         pthread_mutex_unlock(&e->lock);
@@ -840,6 +869,9 @@ int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_
         pthread_mutex_unlock(&s->lock);
         if (!e || !e->truth)
                 return -ENOENT;
+        pthread_mutex_lock(&e->lock);
+        sim_take_truth(e);
+        pthread_mutex_unlock(&e->lock);
         *ret = e->truth;
         *ret_size = e->truth_size;
         *ret_total = e->truth_total;

@@ -19,6 +19,26 @@
 #define PT_DATA_PAGES 8
 #define RETRY_BACKOFF_MAX_NSEC (60 * NSEC_PER_SEC)
 
+/* What the freezing thread copies itself before leaving the rest to the
+ * copy threads and returning to its event loop: waking a thread on a busy
+ * machine can take longer than copying a few MiB, and the freezing thread
+ * is awake already. */
+#define FREEZE_INLINE_COPY_MAX ((size_t) 16 << 20)
+
+/* When copying every CPU but the last would take no longer than this, the
+ * freezing thread does each CPU in turn (disable, copy, enable): each CPU is
+ * dark for its copy alone, and the last CPU still freezes this soon after
+ * the trigger. Otherwise all CPUs are disabled first, then copied in
+ * parallel. */
+#define FREEZE_SERIAL_BUDGET_NSEC (50 * NSEC_PER_USEC)
+/* Copies smaller than this say little about the copy speed. */
+#define COPY_RATE_MIN_BYTES ((size_t) 64 << 10)
+
+typedef struct CopyJob {
+        unsigned cpu;  /* index in Recorder.cpus */
+        unsigned slot; /* index in the snapshot's cpus */
+} CopyJob;
+
 typedef struct RecorderCpu {
         unsigned cpu;
         RecorderCpuState state;
@@ -61,12 +81,14 @@ struct Recorder {
         RecorderCpu *cpus;
         size_t n_cpus;
 
-        /* Copy pool. `lock` guards the queue, `pending` and `current`. */
+        /* Copy pool. `lock` guards the queue, `pending` and `current`.
+         * `pending` counts queued and running copies, plus one while the
+         * freezing thread still disables or copies. */
         pthread_t *threads;
         unsigned n_threads;
         pthread_mutex_t lock;
         pthread_cond_t cond;
-        unsigned *queue;
+        CopyJob *queue;
         size_t queue_len, queue_pos;
         unsigned pending;
         bool quit;
@@ -74,6 +96,7 @@ struct Recorder {
         RecorderSnapshot *current;
         bool freezing;
         bool buffers_ready;
+        uint64_t copy_ps_per_kib; /* measured copy cost (guarded by lock), 0 until measured */
 
         uint64_t lost;
 };
@@ -92,9 +115,23 @@ const char *recorder_cpu_state_to_string(RecorderCpuState s) {
 /* ---- memory ---- */
 
 static void *alloc_prefaulted(size_t size) {
-        /* Prefault now so the copy during the blackout never page-faults. */
+        /* Prefault now so the copy during the blackout never page-faults,
+         * and lock it if the limits allow, so it stays that way. */
         void *p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-        return p == MAP_FAILED ? NULL : p;
+        if (p == MAP_FAILED)
+                return NULL;
+        (void) mlock(p, size);
+        return p;
+}
+
+/* Map the pages of a ring we only read in now: the kernel may fault them in
+ * on first access, and the first access must not be during a blackout. */
+static void prefault_read(const uint8_t *p, size_t size, size_t page) {
+        uint8_t sum = 0;
+
+        for (size_t i = 0; i < size; i += page)
+                sum ^= ((const volatile uint8_t *) p)[i];
+        __asm__ volatile("" ::"r"(sum));
 }
 
 RecorderSnapshot *recorder_snapshot_free(RecorderSnapshot *s) {
@@ -240,6 +277,7 @@ static int cpu_open_pt(Recorder *r, RecorderCpu *c, nsec_t now) {
         }
         c->aux = p;
         c->aux_size = r->opts.aux_size;
+        prefault_read(c->aux, c->aux_size, r->page);
 
         if (r->filter) {
                 k = pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long) r->filter);
@@ -347,16 +385,10 @@ static void cpu_close(Recorder *r, RecorderCpu *c) {
 
 /* ---- copy pool ---- */
 
-static SnapshotCpu *snapshot_cpu_for(RecorderSnapshot *s, unsigned cpu) {
-        for (size_t i = 0; i < s->n_cpus; i++)
-                if (s->cpus[i].cpu == cpu)
-                        return &s->cpus[i];
-        return NULL;
-}
-
-static void copy_one(Recorder *r, unsigned idx) {
-        RecorderCpu *c = &r->cpus[idx];
-        SnapshotCpu *sc = snapshot_cpu_for(r->current, c->cpu);
+/* Copy one frozen CPU and let it trace again at once; returns the bytes. */
+static size_t copy_one(Recorder *r, RecorderSnapshot *s, CopyJob job) {
+        RecorderCpu *c = &r->cpus[job.cpu];
+        SnapshotCpu *sc = &s->cpus[job.slot];
         struct perf_event_mmap_page *meta = (struct perf_event_mmap_page *) c->pt_ring;
         uint64_t head = ring_load_acquire(&meta->aux_head);
         int k;
@@ -367,7 +399,9 @@ static void copy_one(Recorder *r, unsigned idx) {
         sc->aux_head = head & (c->aux_size - 1);
         sc->aux_size = c->aux_size;
         sc->pt_id = c->pt_id;
+        nsec_t t = now_nsec(CLOCK_MONOTONIC);
         sc->size = aux_copy_snapshot(c->aux, c->aux_size, head, c->wrapped, c->copy);
+        t = now_nsec(CLOCK_MONOTONIC) - t;
         sc->data = c->copy;
         sc->capacity = c->copy_capacity;
         c->copy = NULL;
@@ -377,6 +411,50 @@ static void copy_one(Recorder *r, unsigned idx) {
         sc->enabled_at = now_nsec(CLOCK_MONOTONIC);
         if (k < 0)
                 sc->error = k;
+
+        if (sc->size >= COPY_RATE_MIN_BYTES) {
+                /* Picoseconds per KiB, smoothed over the last few copies. */
+                uint64_t v = (uint64_t) t * 1000 / (sc->size >> 10);
+                pthread_mutex_lock(&r->lock);
+                r->copy_ps_per_kib = r->copy_ps_per_kib == 0 ? v : (3 * r->copy_ps_per_kib + v) / 4;
+                pthread_mutex_unlock(&r->lock);
+        }
+        return sc->size;
+}
+
+/* Whether copying each CPU before disabling the next keeps the last CPU's
+ * freeze within the budget, at the copy speed seen so far (retained bytes
+ * are at most the buffer). Unknown until a copy was measured. */
+static bool freeze_serial(Recorder *r) {
+        uint64_t ps_per_kib, kib = 0;
+        size_t n = 0;
+
+        pthread_mutex_lock(&r->lock);
+        ps_per_kib = r->copy_ps_per_kib;
+        pthread_mutex_unlock(&r->lock);
+        if (ps_per_kib == 0)
+                return false;
+        for (size_t i = 0; i < r->n_cpus; i++)
+                if (r->cpus[i].state == RECORDER_CPU_RECORDING && r->cpus[i].copy) {
+                        kib += r->cpus[i].aux_size >> 10;
+                        n++;
+                }
+        if (n <= 1)
+                return true;
+        /* All but the last CPU's copy come before the last freeze. */
+        return kib / n * (n - 1) * ps_per_kib / 1000 <= FREEZE_SERIAL_BUDGET_NSEC;
+}
+
+/* Called with r->lock held, when a copy, or the freezing thread's share of
+ * the work, is done. */
+static void copy_done_locked(Recorder *r) {
+        uint64_t one = 1;
+
+        assert(r->pending > 0);
+        if (--r->pending > 0)
+                return;
+        r->current->thawed_at = now_nsec(CLOCK_MONOTONIC);
+        (void) !write(r->done_fd, &one, sizeof one);
 }
 
 static void *copy_thread(void *userdata) {
@@ -384,23 +462,21 @@ static void *copy_thread(void *userdata) {
 
         pthread_mutex_lock(&r->lock);
         for (;;) {
-                unsigned idx;
+                RecorderSnapshot *s;
+                CopyJob job;
 
                 while (!r->quit && r->queue_pos >= r->queue_len)
                         pthread_cond_wait(&r->cond, &r->lock);
                 if (r->quit)
                         break;
-                idx = r->queue[r->queue_pos++];
+                job = r->queue[r->queue_pos++];
+                s = r->current;
                 pthread_mutex_unlock(&r->lock);
 
-                copy_one(r, idx);
+                (void) copy_one(r, s, job);
 
                 pthread_mutex_lock(&r->lock);
-                if (--r->pending == 0) {
-                        uint64_t one = 1;
-                        r->current->thawed_at = now_nsec(CLOCK_MONOTONIC);
-                        (void) !write(r->done_fd, &one, sizeof one);
-                }
+                copy_done_locked(r);
         }
         pthread_mutex_unlock(&r->lock);
         return NULL;
@@ -446,8 +522,10 @@ int recorder_new(const RecorderOptions *opts, Recorder **ret) {
 
         n = opts->copy_threads;
         if (n == 0) {
+                /* The freezing thread copies too: one thread per other
+                 * online CPU, so our own copiers do not preempt it. */
                 long online = sysconf(_SC_NPROCESSORS_ONLN);
-                n = (unsigned) MIN(MAX(online, 1L), 16L);
+                n = (unsigned) MIN(MAX(online - 1, 1L), 16L);
         }
         r->threads = calloc(n, sizeof(pthread_t));
         if (!r->threads)
@@ -617,8 +695,9 @@ uint64_t recorder_take_lost(Recorder *r) {
 
 int recorder_freeze(Recorder *r, nsec_t trigger_at) {
         _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = NULL;
-        unsigned *q;
-        size_t n = 0;
+        CopyJob *q;
+        size_t n = 0, copied = 0;
+        bool serial;
 
         if (r->freezing)
                 return -EBUSY;
@@ -626,7 +705,7 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 return -ENOBUFS;
 
         s = calloc(1, sizeof(*s));
-        q = realloc(r->queue, sizeof(unsigned) * MAX(r->n_cpus, (size_t) 1));
+        q = realloc(r->queue, sizeof(CopyJob) * MAX(r->n_cpus, (size_t) 1));
         if (!s || !q)
                 return -ENOMEM;
         r->queue = q;
@@ -634,12 +713,24 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
         if (!s->cpus)
                 return -ENOMEM;
         s->trigger_at = trigger_at;
+        serial = freeze_serial(r);
+
+        pthread_mutex_lock(&r->lock);
+        r->current = s;
+        r->queue_len = r->queue_pos = 0;
+        r->pending = 1; /* ours, until we are done disabling and copying */
+        r->freezing = true;
+        pthread_mutex_unlock(&r->lock);
 
         /* Freeze first, everything else after: the time from the trigger to
-         * the last DISABLE is what lets the moment of interest slip out. */
+         * the last DISABLE is what lets the moment of interest slip out.
+         * Nothing else of ours runs meanwhile: the copy threads are woken
+         * only when every CPU is frozen, so they do not take the CPU from
+         * under the loop on a small machine. */
         for (size_t i = 0; i < r->n_cpus; i++) {
                 RecorderCpu *c = &r->cpus[i];
                 SnapshotCpu *sc;
+                CopyJob job;
                 int k;
 
                 if (c->state != RECORDER_CPU_RECORDING || !c->copy)
@@ -648,24 +739,46 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 *sc = (SnapshotCpu){ .cpu = c->cpu };
                 k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_DISABLE, 0);
                 sc->disabled_at = now_nsec(CLOCK_MONOTONIC);
+                job = (CopyJob){ .cpu = (unsigned) i, .slot = (unsigned) s->n_cpus };
                 s->n_cpus++;
                 if (k < 0) {
                         sc->error = k;
                         continue;
                 }
-                q[n++] = (unsigned) i;
+                n++;
+                if (serial)
+                        (void) copy_one(r, s, job);
+                else
+                        q[r->queue_len++] = job; /* no copy thread looks before the broadcast below */
         }
         s->frozen_at = now_nsec(CLOCK_MONOTONIC);
-        if (n == 0)
-                return -ENODEV;
 
         pthread_mutex_lock(&r->lock);
-        r->current = TAKE_PTR(s);
-        r->queue_len = n;
-        r->queue_pos = 0;
-        r->pending = (unsigned) n;
-        r->freezing = true;
-        pthread_cond_broadcast(&r->cond);
+        if (n == 0) {
+                r->current = NULL;
+                r->pending = 0;
+                r->queue_len = 0;
+                r->freezing = false;
+                pthread_mutex_unlock(&r->lock);
+                return -ENODEV;
+        }
+        r->pending += (unsigned) r->queue_len;
+        /* Copy threads for all but the CPU we copy first ourselves. */
+        if (r->queue_len > 1)
+                pthread_cond_broadcast(&r->cond);
+
+        /* Copy what the copy threads have not taken yet, up to a budget:
+         * the caller's event loop waits meanwhile. */
+        while (r->queue_pos < r->queue_len && copied < FREEZE_INLINE_COPY_MAX) {
+                CopyJob job = r->queue[r->queue_pos++];
+
+                pthread_mutex_unlock(&r->lock);
+                copied += copy_one(r, s, job);
+                pthread_mutex_lock(&r->lock);
+                copy_done_locked(r);
+        }
+        TAKE_PTR(s); /* r->current */
+        copy_done_locked(r);
         pthread_mutex_unlock(&r->lock);
         return 0;
 }

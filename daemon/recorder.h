@@ -10,11 +10,16 @@
  * the kernel's intel_pt PMU and on the emulated one.
  *
  * Freeze/copy/thaw: recorder_freeze() disables every CPU's intel_pt event
- * (the tracking events keep running), then hands the CPUs to copy threads
- * that copy each CPU's retained bytes into memory allocated in advance and
- * re-enable that CPU as soon as its copy is done. The caller's event loop
- * keeps running meanwhile; recorder_freeze_fd() becomes readable when all
- * copies are done and recorder_collect() hands over the result.
+ * (the tracking events keep running), then copies each CPU's retained bytes
+ * into memory allocated in advance (prefaulted, locked when allowed) and
+ * re-enables that CPU as soon as its copy is done. The freezing thread
+ * copies first, up to a budget, while copy threads woken once every CPU is
+ * frozen take the rest; the caller's event loop keeps running after that.
+ * When the copies are known (from earlier ones) to be cheap enough that the
+ * last CPU still freezes within 50 us, each CPU is instead disabled, copied
+ * and re-enabled in turn, so no CPU is dark longer than its own copy.
+ * recorder_freeze_fd() becomes readable when all copies are done and
+ * recorder_collect() hands over the result.
  */
 
 #include "macro.h"
@@ -44,7 +49,7 @@ typedef struct RecorderOptions {
         uint64_t aux_size;          /* per CPU, power of two, >= 4 KiB */
         uint64_t sideband_size;     /* data ring of the tracking event, power of two */
         const char *filter;         /* kernel address filter string, or NULL */
-        unsigned copy_threads;      /* 0: one per online CPU, at most 16 */
+        unsigned copy_threads;      /* 0: one per online CPU but one (the freezing thread copies too), 1..16 */
         const struct TrackingFeatures *tracking;
 } RecorderOptions;
 

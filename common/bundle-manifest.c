@@ -1132,7 +1132,7 @@ static int check_string(Parse *p, JsonObject *v, const char *ctx, const char *ke
 
 static int get_str(Parse *p, JsonObject *o, const char *ctx, const char *key, bool required, char **ret) {
         JsonObject *v;
-        const char *s;
+        const char *s = NULL;
         int r;
 
         r = get(p, o, ctx, key, json_type_string, required, &v);
@@ -1229,7 +1229,7 @@ static int parse_pmu_tsc(Parse *p, JsonObject *root, BundleManifest *m) {
                 P(get_array(p, o, "pmu", "config", false, ELEMENTSOF(m->pmu.config), &a, &n));
                 for (size_t i = 0; i < n; i++) {
                         JsonObject *v = json_object_array_get_idx(a, i);
-                        const char *s;
+                        const char *s = NULL;
                         if (!json_object_is_type(v, json_type_string))
                                 return fail(p->ret_error, "manifest: pmu.config must hold hex strings");
                         P(check_string(p, v, "pmu", "config", &s));
@@ -1241,7 +1241,7 @@ static int parse_pmu_tsc(Parse *p, JsonObject *root, BundleManifest *m) {
                                 return fail_errno(-E2BIG, p->ret_error, "manifest: pmu.caps has more than %u entries",
                                                   BUNDLE_MAX_CAPS);
                         json_object_object_foreach(caps, key, val) {
-                                const char *s;
+                                const char *s = NULL;
                                 if (!json_object_is_type(val, json_type_string))
                                         return fail(p->ret_error, "manifest: pmu.caps.%.64s must be a string", key);
                                 P(check_string(p, val, "pmu.caps", key, &s));
@@ -1420,7 +1420,7 @@ static int parse_images(Parse *p, JsonObject *root, BundleManifest *m) {
                 P(get_array(p, o, ctx, "paths", true, BUNDLE_MAX_IMAGE_PATHS, &paths, &n_paths));
                 for (size_t j = 0; j < n_paths; j++) {
                         JsonObject *v = json_object_array_get_idx(paths, j);
-                        const char *s;
+                        const char *s = NULL;
                         if (!json_object_is_type(v, json_type_string))
                                 return fail(p->ret_error, "manifest: %s.paths must hold strings", ctx);
                         P(check_string(p, v, ctx, "paths", &s));

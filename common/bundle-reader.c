@@ -610,7 +610,7 @@ static int lookup(BundleReader *r, const char *name, const BundleMember **ret, c
 
 int bundle_reader_read_member(BundleReader *r, const char *name, void **ret_data, size_t *ret_size,
                               char **ret_error) {
-        const BundleMember *mb;
+        const BundleMember *mb = NULL;
         _cleanup_free_ uint8_t *data = NULL;
         Sink sink = { .put = sink_mem };
         int k;
@@ -634,7 +634,7 @@ int bundle_reader_read_member(BundleReader *r, const char *name, void **ret_data
 }
 
 int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, char **ret_error) {
-        const BundleMember *mb;
+        const BundleMember *mb = NULL;
         _cleanup_close_ int fd = -EBADF;
         Sink sink = { .put = sink_fd };
         int k;

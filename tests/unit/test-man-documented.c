@@ -75,12 +75,12 @@ static char *verb_entry(const char *verbs_section, const char *verb) {
 }
 
 static bool documented_in(const char *text, const char *option) {
-        char a[128], b[128];
+        _cleanup_free_ char *a = NULL, *b = NULL;
 
         if (!text)
                 return false;
-        snprintf(a, sizeof a, "*%s*", option);
-        snprintf(b, sizeof b, "*%s=", option);
+        ASSERT_TRUE(asprintf(&a, "*%s*", option) > 0);
+        ASSERT_TRUE(asprintf(&b, "*%s=", option) > 0);
         return strstr(text, a) || strstr(text, b);
 }
 

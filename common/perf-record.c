@@ -50,6 +50,27 @@ size_t perf_sample_id_size(uint64_t sample_type) {
         return n;
 }
 
+int perf_record_time(const void *buf, size_t size, uint64_t sample_type, uint64_t *ret) {
+        struct perf_event_header h;
+        const uint8_t *p;
+        size_t sid_size;
+
+        if (size < sizeof(h))
+                return -EBADMSG;
+        memcpy(&h, buf, sizeof(h));
+        if (h.size != size)
+                return -EBADMSG;
+        if (!(sample_type & PERF_SAMPLE_TIME) || h.type == PERF_RECORD_SAMPLE || h.type >= PERF_RECORD_MAX)
+                return -ENODATA;
+        sid_size = perf_sample_id_size(sample_type);
+        if (size - sizeof(h) < sid_size)
+                return -EBADMSG;
+        /* The trailer's order: TID, TIME, ... */
+        p = (const uint8_t *) buf + size - sid_size + (sample_type & PERF_SAMPLE_TID ? 8 : 0);
+        memcpy(ret, p, sizeof(*ret));
+        return 0;
+}
+
 static void parse_sample_id(const uint8_t *p, uint64_t sample_type, PerfSampleId *sid) {
         Cursor c = { p, perf_sample_id_size(sample_type) };
         uint32_t res;

@@ -124,6 +124,10 @@ typedef struct PerfRecord {
 
 /* Bytes a sample_id trailer takes for this sample_type. */
 size_t perf_sample_id_size(uint64_t sample_type);
+/* The time in the sample_id trailer of a record (sample_id_all), without
+ * parsing the rest: -EBADMSG when the size is off, -ENODATA when the record
+ * has no trailer or the trailer no time. */
+int perf_record_time(const void *buf, size_t size, uint64_t sample_type, uint64_t *ret);
 /* The trailer alone: read perf_sample_id_size(sample_type) bytes at p, or
  * append one laid out for sid->sample_type (for re-encoding records
  * between event sample_types, as the perf.data reader does). */

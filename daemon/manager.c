@@ -81,7 +81,9 @@ struct Manager {
 
         /* Ordering of side-band for the process model. */
         Buffer pending_data;
+        Buffer pending_spare; /* compaction target, swapped with pending_data: no allocation per round */
         PendingRecord *pending;
+        PendingRecord *pending_tmp; /* merge scratch, allocated_pending entries */
         size_t n_pending, allocated_pending;
         uint64_t pending_seq;
         uint64_t round_max_time, prev_round_max_time;
@@ -233,8 +235,7 @@ sd_event *manager_get_event(Manager *m) {
 
 /* ---- side-band ---- */
 
-static int pending_cmp(const void *a, const void *b) {
-        const PendingRecord *x = a, *y = b;
+static int pending_cmp(const PendingRecord *x, const PendingRecord *y) {
         if (x->time != y->time)
                 return x->time < y->time ? -1 : 1;
         return x->seq < y->seq ? -1 : x->seq > y->seq;
@@ -242,17 +243,15 @@ static int pending_cmp(const void *a, const void *b) {
 
 static int on_record(const void *record, size_t size, unsigned cpu, void *userdata) {
         Manager *m = userdata;
-        PerfRecord r;
-        int k;
+        uint64_t t;
+        bool timed;
 
-        k = perf_record_parse(record, size, PTRACED_SAMPLE_TYPE, true, &r);
-        if (k < 0 && k != -EOPNOTSUPP) {
-                log_debug("Dropping a malformed %s side-band record from CPU %u", perf_record_type_to_string(r.type), cpu);
-                return 0;
-        }
-        if (r.has_sample_id) {
-                m->round_max_time = MAX(m->round_max_time, r.sid.time);
-                m->latest_time = MAX(m->latest_time, r.sid.time);
+        /* Only the time is needed to order records: the full parse
+         * happens once, when the record is released. */
+        timed = perf_record_time(record, size, PTRACED_SAMPLE_TYPE, &t) >= 0;
+        if (timed) {
+                m->round_max_time = MAX(m->round_max_time, t);
+                m->latest_time = MAX(m->latest_time, t);
         }
 
         if (m->n_pending == m->allocated_pending) {
@@ -261,15 +260,67 @@ static int on_record(const void *record, size_t size, unsigned cpu, void *userda
                 if (!a)
                         return -ENOMEM;
                 m->pending = a;
+                a = realloc(m->pending_tmp, n * sizeof(PendingRecord));
+                if (!a)
+                        return -ENOMEM;
+                m->pending_tmp = a;
                 m->allocated_pending = n;
         }
         m->pending[m->n_pending++] = (PendingRecord){
-                .time = r.has_sample_id ? r.sid.time : m->latest_time,
+                .time = timed ? t : m->latest_time,
                 .seq = m->pending_seq++,
                 .offset = (uint32_t) m->pending_data.size,
                 .size = (uint32_t) size,
         };
         return buffer_append(&m->pending_data, record, size);
+}
+
+/* Sort the pending records by (time, seq). They arrive as a few sorted runs
+ * (what was left from the last round, then each ring in its own order), so
+ * merge the runs instead of sorting from scratch: a pass per doubling of
+ * run length, usually two or three in all. */
+static void pending_sort(Manager *m) {
+        PendingRecord *a = m->pending, *t = m->pending_tmp, *swap;
+        size_t n = m->n_pending, i = 1;
+
+        while (i < n && pending_cmp(&a[i - 1], &a[i]) <= 0)
+                i++;
+        if (i >= n)
+                return;
+
+        for (;;) {
+                size_t runs = 0;
+
+                for (i = 0; i < n;) {
+                        size_t mid = i + 1, end;
+
+                        while (mid < n && pending_cmp(&a[mid - 1], &a[mid]) <= 0)
+                                mid++;
+                        end = mid;
+                        if (end < n) {
+                                end++;
+                                while (end < n && pending_cmp(&a[end - 1], &a[end]) <= 0)
+                                        end++;
+                        }
+                        /* Merge [i, mid) and [mid, end) into t. */
+                        for (size_t x = i, y = mid, o = i; o < end; o++) {
+                                bool left = y >= end || (x < mid && pending_cmp(&a[x], &a[y]) <= 0);
+                                t[o] = left ? a[x++] : a[y++];
+                        }
+                        runs++;
+                        i = end;
+                }
+                swap = a;
+                a = t;
+                t = swap;
+                if (runs <= 1)
+                        break;
+        }
+        /* The sorted copy may have ended up in the scratch array. */
+        if (a != m->pending) {
+                m->pending_tmp = m->pending;
+                m->pending = a;
+        }
 }
 
 static void rescan_proc(Manager *m, uint64_t time) {
@@ -307,20 +358,31 @@ static void flush_pending(Manager *m, uint64_t until) {
         size_t done = 0;
 
         if (m->n_pending > 1)
-                qsort(m->pending, m->n_pending, sizeof(PendingRecord), pending_cmp);
+                pending_sort(m);
         for (; done < m->n_pending && m->pending[done].time <= until; done++) {
                 PendingRecord *p = &m->pending[done];
                 const uint8_t *rec = m->pending_data.data + p->offset;
                 PerfRecord r;
-                int k;
+                int k, parsed;
+
+                /* Malformed records (never expected from the kernel) are
+                 * dropped; records of types we do not know are kept. */
+                parsed = perf_record_parse(rec, p->size, PTRACED_SAMPLE_TYPE, true, &r);
+                if (parsed < 0 && parsed != -EOPNOTSUPP) {
+                        struct perf_event_header h = {};
+
+                        memcpy(&h, rec, MIN((size_t) p->size, sizeof(h)));
+                        log_debug("Dropping a malformed %s side-band record", perf_record_type_to_string(h.type));
+                        continue;
+                }
 
                 k = sideband_log_append(m->sblog, rec, p->size, p->time);
                 if (k < 0)
                         log_debug_errno(k, "Side-band record not kept: %m");
                 m->stats.sideband_records++;
-
-                if (perf_record_parse(rec, p->size, PTRACED_SAMPLE_TYPE, true, &r) < 0)
+                if (parsed < 0)
                         continue;
+
                 switch (r.type) {
                 case PERF_RECORD_LOST:
                         handle_lost(m, r.lost.lost, p->time);
@@ -340,26 +402,36 @@ static void flush_pending(Manager *m, uint64_t until) {
                 }
         }
 
-        /* Compact what is left. */
+        /* Compact what is left into the spare buffer and swap: both keep
+         * their memory, so a steady stream allocates (and faults in)
+         * nothing. */
         if (done == m->n_pending) {
                 m->n_pending = 0;
                 buffer_clear(&m->pending_data);
                 return;
         }
         if (done > 0) {
-                _cleanup_buffer_ Buffer keep = BUFFER_NULL;
+                size_t need = 0;
+                Buffer b;
+
+                for (size_t i = done; i < m->n_pending; i++)
+                        need += m->pending[i].size;
+                buffer_clear(&m->pending_spare);
+                if (buffer_reserve(&m->pending_spare, need) < 0)
+                        return; /* keep the old layout; try again next round */
                 for (size_t i = done; i < m->n_pending; i++) {
                         PendingRecord *p = &m->pending[i];
-                        uint32_t off = (uint32_t) keep.size;
-                        if (buffer_append(&keep, m->pending_data.data + p->offset, p->size) < 0)
-                                return; /* keep the old layout; try again next round */
+                        uint32_t off = (uint32_t) m->pending_spare.size;
+
+                        /* Cannot fail: reserved above. */
+                        (void) buffer_append(&m->pending_spare, m->pending_data.data + p->offset, p->size);
                         p->offset = off;
                 }
                 memmove(m->pending, m->pending + done, (m->n_pending - done) * sizeof(PendingRecord));
                 m->n_pending -= done;
-                buffer_done(&m->pending_data);
-                m->pending_data = keep;
-                keep = BUFFER_NULL;
+                b = m->pending_data;
+                m->pending_data = m->pending_spare;
+                m->pending_spare = b;
         }
 }
 
@@ -1196,7 +1268,9 @@ Manager *manager_free(Manager *m) {
         procmap_free(m->procmap);
         sideband_log_free(m->sblog);
         buffer_done(&m->pending_data);
+        buffer_done(&m->pending_spare);
         free(m->pending);
+        free(m->pending_tmp);
         pt_event_config_done(&m->event_config);
         pmu_free(m->pmu);
         pmu_backend_free(m->backend);

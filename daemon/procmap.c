@@ -133,7 +133,8 @@ struct ProcMap {
         Process **buckets;
         size_t n_buckets; /* power of two */
         size_t n_processes, n_dead;
-        Process *tomb_head, *tomb_tail;
+        Process *tomb_head, *tomb_tail; /* sorted by end time */
+        uint64_t old_min_end;           /* at most every process's old_min_end: expiry skips the walk before it */
 
         Image **image_buckets;
         size_t n_image_buckets;
@@ -577,14 +578,25 @@ static Process *process_at(ProcMap *m, uint32_t pid, uint64_t t) {
         return NULL;
 }
 
+/* Tombstones are kept sorted by end time, so expiry stops at the first one
+ * still inside the retention. Deaths come in time order (the manager
+ * releases records sorted), bar rescans and late EXITs: the walk back from
+ * the tail is almost always zero steps. */
 static void tomb_link(ProcMap *m, Process *p) {
-        p->tomb_prev = m->tomb_tail;
-        p->tomb_next = NULL;
-        if (m->tomb_tail)
-                m->tomb_tail->tomb_next = p;
+        Process *after = m->tomb_tail;
+
+        while (after && after->end > p->end)
+                after = after->tomb_prev;
+        p->tomb_prev = after;
+        p->tomb_next = after ? after->tomb_next : m->tomb_head;
+        if (p->tomb_next)
+                p->tomb_next->tomb_prev = p;
+        else
+                m->tomb_tail = p;
+        if (after)
+                after->tomb_next = p;
         else
                 m->tomb_head = p;
-        m->tomb_tail = p;
 }
 
 static void tomb_unlink(ProcMap *m, Process *p) {
@@ -716,9 +728,11 @@ static int64_t thread_find(const Process *p, uint32_t tid) {
         return lo < p->n_threads && p->threads[lo].tid == tid ? (int64_t) lo : -1 - (int64_t) lo;
 }
 
-static void old_min_update(Process *p, uint64_t end) {
+static void old_min_update(ProcMap *m, Process *p, uint64_t end) {
         if (end < p->old_min_end)
                 p->old_min_end = end;
+        if (end < m->old_min_end)
+                m->old_min_end = end;
 }
 
 /* Room for one more thread span (current or old), dropping the oldest ended
@@ -750,7 +764,7 @@ static int thread_retire(ProcMap *m, Process *p, uint32_t idx, uint64_t t, uint8
                 if (r < 0)
                         return r;
                 p->old_threads[p->n_old_threads++] = th;
-                old_min_update(p, th.time_end);
+                old_min_update(m, p, th.time_end);
                 m->threads_dead++;
         }
         return 0;
@@ -861,7 +875,7 @@ static int old_maps_append(ProcMap *m, Process *p, const Mapping *x) {
         if (r < 0)
                 return r;
         p->old_maps[p->n_old_maps++] = *x;
-        old_min_update(p, x->time_end);
+        old_min_update(m, p, x->time_end);
         m->mappings_dead++;
         return 0;
 }
@@ -1081,6 +1095,9 @@ static int process_adopt_exit(ProcMap *m, Process *p, uint32_t tid, uint64_t t) 
                 }
         p->end = t;
         p->flags &= ~PROC_EXIT_BY_SCAN;
+        /* Keep the tombstones sorted. */
+        tomb_unlink(m, p);
+        tomb_link(m, p);
         return 1;
 }
 
@@ -1105,7 +1122,7 @@ static int process_reopen(ProcMap *m, Process *p) {
                         p->threads[j++] = *x;
                 } else if (x->time_end > x->time_start) {
                         p->old_threads[p->n_old_threads++] = *x;
-                        old_min_update(p, x->time_end);
+                        old_min_update(m, p, x->time_end);
                 } else
                         m->threads_dead--;
         }
@@ -1554,19 +1571,23 @@ static void process_compact(ProcMap *m, Process *p, uint64_t horizon) {
 void procmap_expire(ProcMap *m, uint64_t horizon) {
         assert(m);
 
-        /* Deaths are linked in the order records came, which is time order
-         * give or take a few out-of-order records: walk it all. */
-        for (Process *p = m->tomb_head, *next; p; p = next) {
-                next = p->tomb_next;
-                if (p->end < horizon) {
-                        process_drop(m, p);
-                        m->stats.expired_processes++;
-                }
+        /* Tombstones are sorted by end: only the expired ones are visited. */
+        while (m->tomb_head && m->tomb_head->end < horizon) {
+                process_drop(m, m->tomb_head);
+                m->stats.expired_processes++;
         }
+
+        /* Ended spans of live processes: walking every process costs
+         * milliseconds with many of them, so only when one is due. */
+        if (m->old_min_end >= horizon)
+                return;
+        m->old_min_end = INF;
         for (size_t b = 0; b < m->n_buckets; b++)
-                for (Process *p = m->buckets[b]; p; p = p->hash_next)
+                for (Process *p = m->buckets[b]; p; p = p->hash_next) {
                         if (p->old_min_end < horizon)
                                 process_compact(m, p, horizon);
+                        m->old_min_end = MIN(m->old_min_end, p->old_min_end);
+                }
 }
 
 /* ---- /proc ---- */

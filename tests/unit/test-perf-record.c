@@ -213,4 +213,28 @@ static void test_hostile(void) {
         ASSERT_ERROR(perf_record_stream_next(&st, &p, &sz), EBADMSG);
 }
 
-RUN_TESTS(TEST(test_round_trip), TEST(test_builder_limits), TEST(test_hostile));
+/* perf_record_time() reads what the full parse would, for every trailer
+ * layout the time can sit in. */
+static void test_record_time(void) {
+        static const uint64_t types[] = { ST, PERF_SAMPLE_TIME, PERF_SAMPLE_TIME | PERF_SAMPLE_CPU,
+                                          PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_ID };
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        uint64_t t;
+        PerfRecord r;
+
+        FOREACH_ARRAY(st, types, ELEMENTSOF(types)) {
+                PerfSampleId s = { .pid = 7, .tid = 8, .time = 123456789, .cpu = 1, .id = 5, .sample_type = *st };
+
+                buffer_clear(&b);
+                ASSERT_OK(perf_record_append_switch_cpu_wide(&b, true, false, 300, 301, &s));
+                ASSERT_OK(perf_record_parse(b.data, b.size, *st, true, &r));
+                ASSERT_OK(perf_record_time(b.data, b.size, *st, &t));
+                ASSERT_EQ_U64(t, r.sid.time);
+                ASSERT_EQ_U64(t, 123456789);
+                ASSERT_ERROR(perf_record_time(b.data, b.size - 8, *st, &t), EBADMSG);
+        }
+        ASSERT_ERROR(perf_record_time(b.data, b.size, PERF_SAMPLE_TID, &t), ENODATA);
+        ASSERT_ERROR(perf_record_time(b.data, 4, ST, &t), EBADMSG);
+}
+
+RUN_TESTS(TEST(test_round_trip), TEST(test_builder_limits), TEST(test_hostile), TEST(test_record_time));

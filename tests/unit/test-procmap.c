@@ -677,6 +677,33 @@ static void test_expire(void) {
         ASSERT_TRUE(st.bytes <= bytes_before + 1024);
 }
 
+/* Expiry stops at the first tombstone inside the retention: deaths that
+ * arrive out of time order must still all be found. */
+static void test_expire_out_of_order(void) {
+        _cleanup_(procmap_freep) ProcMap *m = new_map(NULL);
+        ProcMapProcessInfo info;
+        ProcMapStats st;
+
+        ASSERT_EQ(do_fork(m, 100, 1, 100, 1, 1), 1);
+        for (uint32_t i = 0; i < 10; i++)
+                ASSERT_EQ(do_fork(m, 1000 + i, 100, 1000 + i, 100, 10 + i), 1);
+        /* Ends at 1000, 990, ..., 910: newest first. */
+        for (uint32_t i = 0; i < 10; i++)
+                ASSERT_EQ(do_exit(m, 1000 + i, 1000 + i, 1000 - i * 10), 1);
+
+        procmap_expire(m, 955);
+        procmap_get_stats(m, &st);
+        ASSERT_EQ(st.processes_dead, 5);
+        ASSERT_EQ(st.expired_processes, 5);
+        ASSERT_OK(procmap_get_process(m, 1000, 999, &info));
+        ASSERT_ERROR(procmap_get_process(m, 1009, 900, &info), ENOENT);
+
+        procmap_expire(m, UINT64_MAX);
+        procmap_get_stats(m, &st);
+        ASSERT_EQ(st.processes_dead, 0);
+        ASSERT_EQ(st.processes_live, 1);
+}
+
 static void test_auto_expire(void) {
         ProcMapOptions o = { .retention = 1000 }; /* 1 ms = 1,000,000 ns of perf time */
         _cleanup_(procmap_freep) ProcMap *m = new_map(&o);
@@ -1506,6 +1533,7 @@ static void test_churn_soak(void) {
 
 RUN_TESTS(TEST(test_fork_exec_mmap_exit), TEST(test_threads), TEST(test_overlapping_mmaps),
           TEST(test_exec_replaces), TEST(test_pid_reuse), TEST(test_late_fork), TEST(test_hostile_records),
-          TEST(test_expire), TEST(test_auto_expire), TEST(test_limits), TEST(test_scan_fake_proc),
+          TEST(test_expire), TEST(test_expire_out_of_order),
+          TEST(test_auto_expire), TEST(test_limits), TEST(test_scan_fake_proc),
           TEST(test_scan_races_records), TEST(test_scan_missed_once), TEST(test_scan_real_proc),
           TEST(test_build_id_from_file), TEST(test_kthread_names), TEST(test_images), TEST(test_churn_soak));

@@ -29,6 +29,15 @@ typedef struct CallThread {
 
 typedef struct CallsState {
         U64Map threads; /* key -> CallThread* */
+        /* The last record's thread and time, as rendered: consecutive
+         * lines mostly share them. */
+        CallThread *last_thread;
+        uint64_t last_key;
+        bool has_last_time;
+        uint8_t last_time_flags;
+        uint64_t last_tsc;
+        size_t last_time_len;
+        char last_time[48];
 } CallsState;
 
 static uint64_t thread_key(const Decoder *d, uint32_t cpu, int32_t tid) {
@@ -73,21 +82,55 @@ static CallThread *calls_thread(CallsState *s, uint64_t key) {
         return t;
 }
 
-static int put_prefix(Decoder *d, const DecodeSegmentResult *seg, const DecodeRecord *r, int depth, Buffer *b) {
-        const char *comm = decoder_comm(d, r);
+/* The time as decode_put_reltime() writes it, from the last line when
+ * it had the same. */
+static int put_time(Decoder *d, CallsState *s, const DecodeRecord *r, Buffer *b) {
+        uint8_t flags = r->flags & DECODE_RECORD_HAS_TIME;
+        size_t start = b->size, n;
 
+        if (s->has_last_time && s->last_time_flags == flags && (!flags || s->last_tsc == r->tsc))
+                return buffer_append(b, s->last_time, s->last_time_len);
         if (decode_put_reltime(d, r, b) < 0)
                 return -ENOMEM;
-        if (buf_printf(b, " [%03" PRIu32 "] %s/%" PRIi32 " ", seg->cpu, comm ?: "?", r->tid) < 0)
-                return -ENOMEM;
-        if (depth > MAX_INDENT) {
-                if (buf_printf(b, "[%d]", depth) < 0)
-                        return -ENOMEM;
-                depth = MAX_INDENT;
+        n = b->size - start;
+        s->has_last_time = n <= sizeof(s->last_time);
+        if (s->has_last_time) {
+                memcpy(s->last_time, b->data + start, n);
+                s->last_time_len = n;
+                s->last_time_flags = flags;
+                s->last_tsc = r->tsc;
         }
-        for (int i = 0; i < depth; i++)
-                if (buf_puts(b, "  ") < 0)
-                        return -ENOMEM;
+        return 0;
+}
+
+/* "time [cpu] comm/tid " and the indentation: written by hand, as this
+ * is most of every line. */
+static int put_prefix(Decoder *d, CallsState *s, const DecodeSegmentResult *seg, const DecodeRecord *r, int depth,
+                      Buffer *b) {
+        const char *comm = decoder_comm(d, r) ?: "?";
+        size_t comm_len = strlen(comm);
+        int indent = MIN(depth, MAX_INDENT);
+
+        if (put_time(d, s, r, b) < 0)
+                return -ENOMEM;
+        if (buffer_reserve(b, comm_len + 2 * (size_t) indent + 64 + DECODE_FAST_SLACK) < 0)
+                return -ENOMEM;
+        buf_str_fast(b, " [", 2);
+        if (seg->cpu < 100) /* %03u */
+                buf_str_fast(b, seg->cpu < 10 ? "00" : "0", seg->cpu < 10 ? 2 : 1);
+        buf_u64_fast(b, seg->cpu);
+        buf_str_fast(b, "] ", 2);
+        buf_str_fast(b, comm, comm_len);
+        b->data[b->size++] = '/';
+        buf_i64_fast(b, r->tid);
+        b->data[b->size++] = ' ';
+        if (depth > MAX_INDENT) {
+                b->data[b->size++] = '[';
+                buf_i64_fast(b, depth);
+                b->data[b->size++] = ']';
+        }
+        memset(b->data + b->size, ' ', 2 * (size_t) indent);
+        b->size += 2 * (size_t) indent;
         return 0;
 }
 
@@ -100,9 +143,11 @@ static int put_func(Decoder *d, const DecodeView *v, uint64_t addr, Buffer *b) {
         s = decode_sym(d, d->consumer, v, addr);
         if (!s || !s->name)
                 return buf_printf(b, "0x%" PRIx64, addr);
+        if (buf_puts(b, s->name) < 0)
+                return -ENOMEM;
         if (s->offset == 0)
-                return buf_puts(b, s->name);
-        return buf_printf(b, "%s+0x%" PRIx64, s->name, s->offset);
+                return 0;
+        return buf_putc(b, '+') < 0 ? -ENOMEM : buf_hex(b, s->offset);
 }
 
 static int put_dso_change(Decoder *d, const DecodeRecord *r, Buffer *b) {
@@ -117,16 +162,19 @@ static int put_dso_change(Decoder *d, const DecodeRecord *r, Buffer *b) {
 static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
                          Buffer *b) {
         CallsState *s = state;
-        CallThread *t = calls_thread(s, thread_key(d, seg->cpu, r->tid));
+        uint64_t key = thread_key(d, seg->cpu, r->tid);
+        CallThread *t = s->last_thread && s->last_key == key ? s->last_thread : calls_thread(s, key);
 
         if (!t)
                 return -ENOMEM;
+        s->last_thread = t;
+        s->last_key = key;
         switch (r->type) {
         case DECODE_RECORD_BRANCH: {
                 DecodeBranchKind k = r->kind;
 
                 if (decode_branch_kind_is_call(k)) {
-                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
                             put_func(d, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
@@ -138,23 +186,23 @@ static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg
                 } else if (decode_branch_kind_is_return(k)) {
                         if (t->depth > 0)
                                 t->depth--;
-                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
                             put_func(d, r->view, r->from, b) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_START) {
-                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace start] ") < 0 ||
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace start] ") < 0 ||
                             put_func(d, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_END) {
-                        if (put_prefix(d, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace stop] ") < 0 ||
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace stop] ") < 0 ||
                             put_func(d, r->view, r->from, b) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_OVF) {
                         /* Calls and returns were lost: depth is unknown now. */
                         t->depth = 0;
-                        if (put_prefix(d, seg, r, 0, b) < 0 || buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
+                        if (put_prefix(d, s, seg, r, 0, b) < 0 || buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
                             put_func(d, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                 } else
@@ -164,14 +212,14 @@ static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg
         case DECODE_RECORD_EVENT:
                 if (r->kind == DECODE_EVENT_PSB)
                         return 0; /* packet-level detail; see --format=branches --events */
-                if (put_prefix(d, seg, r, t->depth, b) < 0 ||
+                if (put_prefix(d, s, seg, r, t->depth, b) < 0 ||
                     buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
                     decode_put_event_payload(r, b) < 0)
                         return -ENOMEM;
                 return buf_puts(b, "]\n");
         case DECODE_RECORD_ERROR:
                 t->depth = 0;
-                if (put_prefix(d, seg, r, 0, b) < 0)
+                if (put_prefix(d, s, seg, r, 0, b) < 0)
                         return -ENOMEM;
                 return buf_printf(b, "[error at offset 0x%" PRIx64 ": %s]\n", r->payload,
                                   strna(decode_record_string(seg, r)));

@@ -997,7 +997,8 @@ static int segment_attempt(Decoder *d, DecodeWorker *w, size_t segment, DecodeSe
                         res->allocated = w->spare_allocated;
                 }
                 decoder_take_text_buffer(d, &res->text);
-        }
+        } else if (d->want_records)
+                decoder_take_records(d, res);
         res->segment = segment;
         res->cpu = seg->cpu;
         res->stats.bytes = seg->next - seg->begin;

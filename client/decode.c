@@ -386,6 +386,10 @@ Decoder *decoder_free(Decoder *d) {
         for (size_t i = 0; i < d->n_text_pool; i++)
                 buffer_done(&d->text_pool[i]);
         free(d->text_pool);
+        for (size_t i = 0; i < d->n_records_pool; i++)
+                free(d->records_pool[i]);
+        free(d->records_pool);
+        free(d->records_pool_allocated);
         pthread_mutex_destroy(&d->text_lock);
         decode_segment_plan_done(&d->plan);
         decode_index_free(d->index);
@@ -444,7 +448,7 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         _cleanup_(decoder_freep) Decoder *d = NULL;
         DecodeSymbolizerOptions sopts = { .want_srcline = opts->srcline, .want_inline = opts->inlines };
         bool any_tsc = false, any_cyc = false, any_mtc = false, windowed = false;
-        uint64_t ref_tsc = 0, from = 0, to = UINT64_MAX;
+        uint64_t ref_tsc = 0, from = 0, to = UINT64_MAX, segment_size;
         int r;
 
         d = calloc(1, sizeof(*d));
@@ -604,7 +608,18 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
                 d->window_to_tsc = to;
         }
 
-        r = decode_plan_segments(d->index, opts->segment_size, windowed, from, to, &d->plan);
+        segment_size = opts->segment_size;
+        if (segment_size == DECODE_SEGMENT_SIZE_AUTO)
+                /* --format=calls holds each segment's records (64 bytes per
+                 * branch, about 90M for 1M of kernel trace) from the worker
+                 * until the consumer is through them, for a window of
+                 * segments: smaller segments bound that. Workers that render
+                 * keep only chunks of records. (--format=folded would gain
+                 * as much, but its instruction weights still move a little
+                 * with segment bounds.) */
+                segment_size = opts->format == DECODE_FORMAT_CALLS ? 256 * 1024 : 1024 * 1024;
+        d->opts.segment_size = segment_size;
+        r = decode_plan_segments(d->index, segment_size, windowed, from, to, &d->plan);
         if (r < 0)
                 return r;
 
@@ -752,6 +767,32 @@ void decoder_take_text_buffer(Decoder *d, Buffer *b) {
         pthread_mutex_unlock(&d->text_lock);
 }
 
+void decoder_take_records(Decoder *d, DecodeSegmentResult *res) {
+        pthread_mutex_lock(&d->text_lock);
+        if (d->n_records_pool > 0 && !res->records) {
+                d->n_records_pool--;
+                res->records = d->records_pool[d->n_records_pool];
+                res->allocated = d->records_pool_allocated[d->n_records_pool];
+                res->n_records = 0;
+        }
+        pthread_mutex_unlock(&d->text_lock);
+}
+
+/* The consumer is through res's records: keep the array for a worker's
+ * next segment, where a fresh one would fault in its pages again (and
+ * grow by copying). A few arrays cover the segments in flight. */
+static void recycle_records(Decoder *d, DecodeSegmentResult *res) {
+        if (!res->records)
+                return;
+        pthread_mutex_lock(&d->text_lock);
+        if (d->n_records_pool < d->max_records_pool) {
+                d->records_pool[d->n_records_pool] = TAKE_PTR(res->records);
+                d->records_pool_allocated[d->n_records_pool++] = res->allocated;
+                res->n_records = res->allocated = 0;
+        }
+        pthread_mutex_unlock(&d->text_lock);
+}
+
 static int flush_buffer(Decoder *d, Buffer *b, bool force) {
         if (b->size == 0 || (!force && b->size < 1024 * 1024))
                 return 0;
@@ -827,6 +868,7 @@ static int consume_in_order(Decoder *d, DecodePool *pool, DecodeWorker *cw, void
                                 if (r < 0)
                                         return r;
                         }
+                        recycle_records(d, res);
                         r = flush_buffer(d, out, false);
                         if (r < 0)
                                 return r;
@@ -866,6 +908,7 @@ static int merge_drop_finished(Decoder *d, MergeCpu *m, void *fstate, Progress *
                                 return r;
                 }
                 progress_update(pg, m->queue[0]->stats.bytes);
+                recycle_records(d, m->queue[0]);
                 decode_segment_result_free(m->queue[0]);
                 memmove(m->queue, m->queue + 1, (m->n - 1) * sizeof(*m->queue));
                 m->n--;
@@ -1016,6 +1059,18 @@ int decoder_run(Decoder *d, FILE *out, char **ret_error) {
 
         rs.n_workers = n_workers;
         rs.workers = calloc(n_workers, sizeof(DecodeWorker *));
+        for (size_t i = 0; i < d->n_records_pool; i++)
+                free(d->records_pool[i]);
+        free(d->records_pool);
+        free(d->records_pool_allocated);
+        d->n_records_pool = 0;
+        d->max_records_pool = d->render_in_workers ? 0 : n_workers + 1;
+        d->records_pool = calloc(d->max_records_pool ?: 1, sizeof(DecodeRecord *));
+        d->records_pool_allocated = calloc(d->max_records_pool ?: 1, sizeof(size_t));
+        if (!d->records_pool || !d->records_pool_allocated) {
+                free(rs.workers);
+                return -ENOMEM;
+        }
         order = calloc(d->plan.n_segments ?: 1, sizeof(size_t));
         keys = calloc(d->plan.n_segments ?: 1, sizeof(uint64_t));
         if (!rs.workers || !order || !keys) {

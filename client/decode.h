@@ -82,6 +82,10 @@ int decode_parse_time_spec(const char *s, DecodeTimeSpec *ret);
 /* "A,B" with either side optionally empty. */
 int decode_parse_time_range(const char *s, DecodeTimeSpec *ret_from, DecodeTimeSpec *ret_to);
 
+/* 1M, less for --format=calls, whose records wait for the consumer
+ * (decoder_new()). */
+#define DECODE_SEGMENT_SIZE_AUTO UINT64_MAX
+
 typedef struct DecodeOptions {
         DecodeFormat format;
         DecodeField fields[DECODE_MAX_FIELDS];
@@ -91,7 +95,7 @@ typedef struct DecodeOptions {
         bool inlines;
         bool sort_time;
         unsigned jobs;          /* 0: online CPUs */
-        uint64_t segment_size;  /* bytes per segment (0: one per CPU) */
+        uint64_t segment_size;  /* bytes per segment (0: one per CPU; DECODE_SEGMENT_SIZE_AUTO) */
         bool strict;
         bool quiet;             /* no summary on stderr */
         int progress;           /* -1 auto (tty and > 1 s), 0 never, 1 always */
@@ -165,6 +169,11 @@ struct Decoder {
         pthread_mutex_t text_lock;
         Buffer *text_pool;
         size_t n_text_pool;
+        /* Record arrays the consumer is done with (formats it runs), for
+         * the workers' next segments. */
+        DecodeRecord **records_pool;
+        size_t *records_pool_allocated;
+        size_t n_records_pool, max_records_pool;
 
         FILE *out;
         DecodeWorker *consumer; /* caches for formats running on the consumer thread */
@@ -215,6 +224,8 @@ int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmen
 /* For a worker rendering a segment: an output buffer the consumer has
  * written out and handed back, if any (b stays empty otherwise). */
 void decoder_take_text_buffer(Decoder *d, Buffer *b);
+/* Likewise a record array for res (when it has none). */
+void decoder_take_records(Decoder *d, DecodeSegmentResult *res);
 
 /* Record filters shared by every format: --pid/--tid/--comm/--time. */
 bool decoder_record_selected(const Decoder *d, const DecodeRecord *r);

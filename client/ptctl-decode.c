@@ -48,7 +48,7 @@ static void help(void) {
                "\n"
                "Decoding:\n"
                "  -j --jobs=N             worker threads (default: online CPUs)\n"
-               "     --segment-size=SIZE  trace bytes per parallel segment (default 1M; 0 = one per CPU)\n"
+               "     --segment-size=SIZE  trace bytes per parallel segment (default 1M, calls 256K; 0 = one per CPU)\n"
                "     --strict             exit with status 1 if there was any decode error\n"
                "  -q --quiet              no summary on standard error\n"
                "     --progress=auto|yes|no  progress bar on standard error (auto: on a terminal, after 1 s)\n"
@@ -233,7 +233,7 @@ static int run(int argc, char **argv) {
         _cleanup_(decode_raw_options_done) DecodeRawOptions raw = { .sample_type = DECODE_DEFAULT_SAMPLE_TYPE };
         _cleanup_(decode_options_done) DecodeOptions opts = {
                 .format = DECODE_FORMAT_CALLS,
-                .segment_size = 1024 * 1024,
+                .segment_size = DECODE_SEGMENT_SIZE_AUTO,
                 .progress = -1,
         };
         _cleanup_(decode_input_freep) DecodeInput *in = NULL;

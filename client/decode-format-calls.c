@@ -409,12 +409,22 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
         uint64_t w;
         int k;
 
-        if (r->type == DECODE_RECORD_BLOCK || (r->type == DECODE_RECORD_EVENT))
+        if (r->type == DECODE_RECORD_BLOCK)
                 return 0;
         t = fold_thread(d, s, seg, r);
         if (!t)
                 return -ENOMEM;
         (void) u64map_put(&s->last_thread, seg->cpu, t);
+
+        /* An event (a PSB, a CBR change, a PTWRITE...) carries the
+         * instructions retired since the previous record like a branch does:
+         * they ran in the function we are in. Dropping them would make the
+         * weights depend on where segments start (at a segment's first PSB
+         * those instructions are the previous segment's tail instead). */
+        if (r->type == DECODE_RECORD_EVENT) {
+                t->cur->weight += fold_weight(d, s, seg->cpu, r);
+                return 0;
+        }
 
         /* The code before this record ran in the function we were in; if
          * we do not know it yet, the record's own address tells. */

@@ -103,6 +103,25 @@ for seed in $seeds; do
                         awk '{ print $6, $1, $2, $3, $4, $5 }' "$tmp/order" | cmp -s - "$tmp/order2" ||
                                 fail "$id: the pid field depends on where it is"
                 fi
+                # The stateful formats do not depend on where segments start:
+                # folded weights add up to every instruction the summary
+                # counts, and calls and folded are the same with one segment
+                # per CPU and with many small ones.
+                if [ "$name" = kernel-events ] || [ "$name" = kernel-only ] || [ "$name" = user-ovf ]; then
+                        for fmt in folded calls; do
+                                for run in "one:--segment-size 0" "small:--jobs 2 --segment-size 4K"; do
+                                        # shellcheck disable=SC2086
+                                        "$ptctl" decode "$tmp/b.tar" --format=$fmt -q ${run#*:} \
+                                                >"$tmp/$fmt.${run%%:*}" || fail "$id: --format=$fmt ${run#*:} failed"
+                                done
+                                cmp -s "$tmp/$fmt.one" "$tmp/$fmt.small" ||
+                                        fail "$id: --format=$fmt depends on the segment size"
+                        done
+                        insns=$("$ptctl" decode "$tmp/b.tar" --format=summary 2>&1 |
+                                sed -n 's/^total: .* \([0-9]*\) instructions.*/\1/p')
+                        wsum=$(awk '{ s += $NF } END { print s + 0 }' "$tmp/folded.one")
+                        [ "$wsum" = "$insns" ] || fail "$id: folded weights add up to $wsum, the summary counts $insns"
+                fi
                 # --sort=time: the same lines, all CPUs merged by time.
                 if [ "$name" = kernel ]; then
                         "$ptctl" decode "$tmp/b.tar" --format=branches --fields=time,cpu,tid,from,to,kind --events -q \

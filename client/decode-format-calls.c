@@ -261,6 +261,9 @@ typedef struct FoldState {
          * record belong to, and that record's time. */
         U64Map last_thread; /* cpu -> FoldThread* */
         U64Map last_tsc;    /* cpu -> tsc + 1 */
+        /* Per CPU: the weight of events seen before their thread's first
+         * branch, for the function that branch leaves. */
+        U64Map pending_weight; /* cpu -> weight */
 } FoldState;
 
 static int fold_begin(Decoder *d, void **ret) {
@@ -289,6 +292,7 @@ static void fold_free(void *p) {
         u64map_done(&s->roots);
         u64map_done(&s->last_thread);
         u64map_done(&s->last_tsc);
+        u64map_done(&s->pending_weight);
         strpool_done(&s->names);
         free(s);
 }
@@ -406,25 +410,36 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
                         Buffer *b) {
         FoldState *s = state;
         FoldThread *t;
-        uint64_t w;
+        uint64_t w, pending;
         int k;
 
         if (r->type == DECODE_RECORD_BLOCK)
                 return 0;
-        t = fold_thread(d, s, seg, r);
-        if (!t)
-                return -ENOMEM;
-        (void) u64map_put(&s->last_thread, seg->cpu, t);
 
         /* An event (a PSB, a CBR change, a PTWRITE...) carries the
          * instructions retired since the previous record like a branch does:
          * they ran in the function we are in. Dropping them would make the
          * weights depend on where segments start (at a segment's first PSB
-         * those instructions are the previous segment's tail instead). */
+         * those instructions are the previous segment's tail instead). An
+         * event does not start a thread's stack, though: a thread is named
+         * by its first branch (an exec's COMM may come between the two), so
+         * before that the weight waits for it. */
         if (r->type == DECODE_RECORD_EVENT) {
-                t->cur->weight += fold_weight(d, s, seg->cpu, r);
+                w = fold_weight(d, s, seg->cpu, r);
+                t = u64map_get(&s->threads, thread_key(d, seg->cpu, r->tid));
+                if (t)
+                        t->cur->weight += w;
+                else if (w > 0 &&
+                         u64map_put(&s->pending_weight, seg->cpu,
+                                    (void *) (uintptr_t) ((uint64_t) (uintptr_t) u64map_get(&s->pending_weight,
+                                                                                            seg->cpu) + w)) < 0)
+                        return -ENOMEM;
                 return 0;
         }
+        t = fold_thread(d, s, seg, r);
+        if (!t)
+                return -ENOMEM;
+        (void) u64map_put(&s->last_thread, seg->cpu, t);
 
         /* The code before this record ran in the function we were in; if
          * we do not know it yet, the record's own address tells. */
@@ -434,6 +449,11 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
                         return k;
         }
         w = fold_weight(d, s, seg->cpu, r);
+        pending = (uint64_t) (uintptr_t) u64map_get(&s->pending_weight, seg->cpu);
+        if (pending > 0) {
+                w += pending;
+                (void) u64map_put(&s->pending_weight, seg->cpu, NULL); /* an existing key: cannot fail */
+        }
         t->cur->weight += w;
 
         if (r->type == DECODE_RECORD_ERROR) {

@@ -48,7 +48,7 @@ static void help(void) {
                "\n"
                "Decoding:\n"
                "  -j --jobs=N             worker threads (default: online CPUs)\n"
-               "     --segment-size=SIZE  trace bytes per parallel segment (default 1M, calls 256K; 0 = one per CPU)\n"
+               "     --segment-size=SIZE  trace bytes per parallel segment (default 256K; 0 = one per CPU)\n"
                "     --strict             exit with status 1 if there was any decode error\n"
                "  -q --quiet              no summary on standard error\n"
                "     --progress=auto|yes|no  progress bar on standard error (auto: on a terminal, after 1 s)\n"

@@ -205,6 +205,8 @@ def decode_section(d, notes, headlines):
     rows = []
     for b in d['bundles']:
         for f in b['figures']:
+            if f['tool'] == 'machine':
+                continue  # in the scaling table below
             s = fig_stats(f)
             if s is None:
                 rows.append(['`%s`' % b['name'], fig_label(f), 'failed: %s' % f.get('failed', 'no runs'), '', '', '',
@@ -233,6 +235,8 @@ def decode_section(d, notes, headlines):
     cmds = []
     for b in d['bundles']:
         for f in b['figures']:
+            if f['tool'] == 'machine':
+                continue
             c = f['argv'].replace(b['path'], 'BUNDLE.tar').replace(b['name'] + '.plain.json', 'COUNTS.json')
             if b.get('perf_dir'):
                 c = c.replace(b['perf_dir'], 'DIR')
@@ -264,12 +268,36 @@ def decode_section(d, notes, headlines):
                 headlines.append(('Decode: parallel efficiency of `--jobs %d`, %s' % (n, b['name']),
                                   '%.2f' % (speedup / n), '≥ %.1f (issue 7)' % GOAL_PARALLEL_EFFICIENCY,
                                   speedup / n >= GOAL_PARALLEL_EFFICIENCY))
+    # The machine's own ceiling: nproc independent --jobs 1 decodes at once
+    # do nproc times the work; efficiency = --jobs 1 wall / their wall.
+    ceilings = []
+    for b in d['bundles']:
+        one = next((fig_stats(f) for f in b['figures']
+                    if f['tool'] == 'ptctl' and f['group'] == 'branches' and f['jobs'] == 1), None)
+        for f in b['figures']:
+            s = fig_stats(f) if f['tool'] == 'machine' else None
+            if s is None or one is None:
+                continue
+            eff = one['wall'][0] / s['wall'][0]
+            srows.append(['`%s`' % b['name'], '%d × `--jobs 1` at once' % f['jobs'], fmt_range(s['wall'], fmt_s),
+                          fmt_s(s['cpu']), fmt_ratio(eff * f['jobs']), '%.2f' % eff])
+            ceilings.append((b['name'], f['jobs'], eff))
+            headlines.append(('Decode: this machine\'s own ceiling, %d independent `--jobs 1` decodes at once, %s'
+                              % (f['jobs'], b['name']), '%.2f' % eff, '', None))
     if srows:
         out.append('Scaling of `ptctl decode --format=branches --fields=cpu,tid,from,to,kind` over `--jobs` '
-                   '(speedup = wall time of `--jobs 1` / wall time; efficiency = speedup / jobs):')
+                   '(speedup = wall time of `--jobs 1` / wall time; efficiency = speedup / jobs). The rows '
+                   '"N × `--jobs 1` at once" run N independent single-threaded decodes of the bundle side by '
+                   'side (N times the work; speedup = N × the wall time of one alone / their wall time): they '
+                   'share nothing, so their efficiency is what this machine gives N busy threads, the ceiling '
+                   'for `--jobs N`.')
         out.append('')
         out.append(table(['bundle', 'jobs', 'wall', 'CPU', 'speedup', 'efficiency'], srows))
         out.append('')
+    for name, jobs, eff in ceilings:
+        notes.append('Decode scaling, `%s`: %d independent single-threaded decodes at once reach an efficiency of '
+                     '%.2f on this machine (each runs slower next to the other than alone), the ceiling for '
+                     '`--jobs %d`; compare the `--jobs %d` row above.' % (name, jobs, eff, jobs, jobs))
 
     # Headlines and notes.
     for b in d['bundles']:

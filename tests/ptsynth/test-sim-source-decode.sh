@@ -72,13 +72,19 @@ CONF
 daemon=$!
 for _ in $(seq 100); do grep -q "^Started" "$tmp/ptraced.log" && break; sleep 0.1; done
 grep -q "^Started: recording $n_cpus CPUs.*simulated" "$tmp/ptraced.log" || fail "daemon did not start"
-# A snapshot, decoded. The emulated CPUs trace what the real ones run:
-# on a machine busy with other work (a parallel test run) a producer
-# thread may fall behind, end its stream and leave a gap, and the window
-# may hold little of the workload. So up to three snapshots, two seconds
-# apart, and the first with enough trace is the one checked.
+# A snapshot, decoded. The emulated CPUs trace what the real ones run, in
+# real time: on a machine busy with other work (a parallel test run) a
+# producer thread may fall behind, end its stream and leave a gap, so the
+# window may hold little of the workload; and a producer descheduled for
+# longer than the simulation's lag behind the clock (400 µs) can trace a
+# thread past a switch it had not read yet, which the decoder rightly
+# reports as an error ("no image at ..." in the next thread's address
+# space). Neither is the daemon's or the decoder's doing, so: up to three
+# snapshots, two seconds apart; every decode error is shown, and the first
+# snapshot that decodes without error and with enough trace is the one
+# checked. One that never does fails.
 bundles() { local f n=0; for f in "$tmp"/bundles/*.tar; do [ -e "$f" ] && n=$((n + 1)); done; echo $n; }
-bundle= branches= total=
+bundle= branches= total= errors=
 for attempt in 1 2 3; do
     sleep 2
     before=$(bundles)
@@ -89,12 +95,16 @@ for attempt in 1 2 3; do
     done
     [ "$(bundles)" -gt "$before" ] || fail "no bundle after SIGUSR2"
     bundle=$(ls -t "$tmp"/bundles/*.tar | head -n1)
-    "$ptctl" decode --strict --format=summary "$bundle" >"$tmp/summary" 2>&1 || {
+    if ! "$ptctl" decode --strict --format=summary "$bundle" >"$tmp/summary" 2>&1; then
         cat "$tmp/summary" >&2
         "$ptctl" decode --format=branches --fields=time,cpu,pid,tid,comm,from,to,kind "$bundle" 2>/dev/null |
             grep -B5 ' error ' | head -n 60 >&2 || true
-        fail "decode errors"
-    }
+        errors="snapshot $attempt had decode errors (above)"
+        echo "$errors, trying again" >&2
+        branches=
+        continue
+    fi
+    errors=
     sed 's/^/  /' "$tmp/summary"
     total=$(grep '^total:' "$tmp/summary")
     branches=$(echo "$total" | sed -n 's/.* \([0-9][0-9]*\) branches.*/\1/p')
@@ -104,6 +114,7 @@ done
 kill -TERM "$daemon"
 wait "$daemon" || fail "daemon exited with $?"
 daemon=
+[ -z "$errors" ] || fail "$errors"
 [ -n "$branches" ] && [ "$branches" -ge 20000 ] || fail "only ${branches:-no} branches decoded: $total"
 
 # Who ran, by the decoder: lines per CPU, pid, tid, comm.

@@ -597,9 +597,13 @@ def trigger_section(d, notes, headlines):
             notes.append('Triggers, event loop %s: half of the freezes came within %s of the BPF event, 99 %% within '
                          '%s (all runs\' events pooled), against the goal of %.0f µs.' % (
                              v['event_loop'], fmt_us(pooled[len(pooled) // 2]), fmt_us(p99), GOAL_TRIGGER_P99_US))
-        headlines.append(('Triggers: BPF event → freeze p99 (%s, %d emulated CPUs), median of the runs' %
-                          (v['event_loop'], rs[0]['cpus']), fmt_us(f99[0]), '< %.0f µs (issue 8)' % GOAL_TRIGGER_P99_US,
-                          f99[0] / 1e3 < GOAL_TRIGGER_P99_US))
+        # The headline is the p99 of every event of every run: a run's own
+        # p99 over a few dozen events is nearly its maximum, and the median
+        # of those would hide the tail the goal is about.
+        if pooled:
+            headlines.append(('Triggers: BPF event → freeze p99 (%s, %d emulated CPUs), all %d events of the runs' %
+                              (v['event_loop'], rs[0]['cpus'], len(pooled)), fmt_us(p99),
+                              '< %.0f µs (issue 8)' % GOAL_TRIGGER_P99_US, p99 / 1e3 < GOAL_TRIGGER_P99_US))
     out.append(table(['event loop', 'event→freeze p50', 'event→freeze p99', 'p99 of all runs\' events',
                       'event→handler p50', 'event→handler p99', 'runs × events'], rows))
     out.append('')

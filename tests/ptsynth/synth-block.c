@@ -31,20 +31,32 @@ int synth_block_cache_init(SynthBlockCache *c) {
                 return -EINVAL;
         }
         c->decoder = d;
+        c->recent = calloc(SYNTH_BLOCK_RECENT, sizeof *c->recent);
+        if (!c->recent) {
+                synth_block_cache_done(c);
+                return -ENOMEM;
+        }
         return 0;
+}
+
+static void arena_done(SynthArena *a) {
+        for (size_t i = 0; i < a->n_chunks; i++)
+                free(a->chunks[i]);
+        free(a->chunks);
+        *a = (SynthArena){};
 }
 
 void synth_block_cache_done(SynthBlockCache *c) {
         synth_map_done(&c->map);
         free(c->ret_sites);
-        for (size_t i = 0; i < c->n_chunks; i++)
-                free(c->chunks[i]);
-        free(c->chunks);
+        arena_done(&c->blocks);
+        arena_done(&c->data);
+        free(c->recent);
         free(c->decoder);
         *c = (SynthBlockCache){};
 }
 
-static void *arena_alloc_aligned(SynthBlockCache *c, size_t n, size_t align) {
+static void *arena_alloc_aligned(SynthArena *c, size_t n, size_t align) {
         size_t pad;
         void *p;
 
@@ -73,7 +85,7 @@ static void *arena_alloc_aligned(SynthBlockCache *c, size_t n, size_t align) {
         return p;
 }
 
-static void *arena_alloc(SynthBlockCache *c, size_t n) {
+static void *arena_alloc(SynthArena *c, size_t n) {
         return arena_alloc_aligned(c, n, 8);
 }
 
@@ -186,7 +198,7 @@ static void jump_table_abs(SynthBlockCache *c, SynthBlock *b, uint64_t table, ui
         }
         if (n == 0)
                 return;
-        b->jt = arena_alloc(c, n * sizeof *b->jt);
+        b->jt = arena_alloc(&c->data, n * sizeof *b->jt);
         if (!b->jt)
                 return;
         memcpy(b->jt, targets, n * sizeof *b->jt);
@@ -211,7 +223,7 @@ static void jump_table_rel(SynthBlockCache *c, SynthBlock *b, uint64_t table, ui
         }
         if (n == 0)
                 return;
-        b->jt = arena_alloc(c, n * sizeof *b->jt);
+        b->jt = arena_alloc(&c->data, n * sizeof *b->jt);
         if (!b->jt)
                 return;
         memcpy(b->jt, targets, n * sizeof *b->jt);
@@ -275,13 +287,14 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
 
                 offs[idx] = (uint16_t)(pc - b->start);
                 b->n_insns++;
-                b->last = pc;
                 if (!code || !ZYAN_SUCCESS(ZydisDecoderDecodeFull(dec, code, avail, &insn, ops))) {
                         b->kind = SYNTH_END_BAD;
                         b->end = pc;
+                        b->last_len = 0;
                         break;
                 }
                 b->end = pc + insn.length;
+                b->last_len = insn.length;
                 op = first_visible(&insn, ops);
 
                 if (is_never(insn.mnemonic) ||
@@ -396,22 +409,30 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
         b->target_exec =
                 (b->kind == SYNTH_END_JCC || b->kind == SYNTH_END_JMP || b->kind == SYNTH_END_CALL) &&
                 synth_image_exec_segment(img, b->target);
+        b->backward = b->target <= b->start;
 
-        b->insn_off = arena_alloc(c, b->n_insns * sizeof *b->insn_off);
+        b->insn_off = arena_alloc(&c->data, b->n_insns * sizeof *b->insn_off);
         if (b->insn_off)
                 memcpy(b->insn_off, offs, b->n_insns * sizeof *b->insn_off);
         else
                 b->n_insns = 0; /* out of memory: treated as bad by the walker */
 }
 
+_Static_assert(offsetof(SynthBlock, start) == 64, "what a step reads fits in one cache line");
+
 SynthBlock *synth_block_get(SynthBlockCache *c, const SynthImage *img, uint64_t a) {
         uint64_t key = block_key(img, a);
+        SynthRecentBlock *recent = &c->recent[synth_map_hash(key) & (SYNTH_BLOCK_RECENT - 1)];
         SynthBlock *b;
 
+        if (recent->key == key)
+                return recent->block;
         b = synth_map_get(&c->map, key);
-        if (b)
+        if (b) {
+                *recent = (SynthRecentBlock){.key = key, .block = b};
                 return b;
-        b = arena_alloc_aligned(c, sizeof *b, 64);
+        }
+        b = arena_alloc_aligned(&c->blocks, sizeof *b, 64);
         if (!b)
                 return NULL;
         b->start = a;

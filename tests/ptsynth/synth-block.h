@@ -46,29 +46,35 @@ typedef enum SynthBlockEnd {
 #define SYNTH_BLOCK_MAX_INSNS 64
 
 typedef struct SynthBlock SynthBlock;
-/* Laid out for the walk: what every step reads first, in one cache line. */
+/* Laid out for the walk: everything a step reads, whatever the kind of
+ * block, is in the first cache line (a long run caches some 100000
+ * blocks, so nearly every step starts with a cache miss; a second line
+ * would be a second miss). The rest is for the slow paths. */
 struct SynthBlock {
-        uint64_t start;           /* link-time address of the first instruction */
-        uint64_t last;            /* of the final instruction (the branch, special or bad one) */
-        uint64_t end;             /* after the final instruction (fall-through) */
-        uint64_t target;          /* direct branch target */
-        SynthBlock *next_taken;   /* cached successor at target */
-        SynthBlock *next_fall;    /* cached successor at end */
-        uint16_t n_insns;         /* including the final one (also when bad: counted, not run) */
-        uint8_t kind;             /* SynthBlockEnd */
-        uint8_t ptw_size;         /* PTWRITE: payload bytes, 4 or 8 */
-        bool target_exec;         /* the direct target is in an executable segment */
-        bool succ_known;          /* taken_bad/fall_bad are valid */
-        bool taken_bad, fall_bad; /* the successor starts with a bad instruction */
-        bool taken_sys, fall_sys; /* the successor ends in SYSCALL */
+        uint64_t end;           /* after the final instruction (fall-through) */
+        uint64_t target;        /* direct branch target */
+        SynthBlock *next_taken; /* cached successor at target */
+        SynthBlock *next_fall;  /* cached successor at end */
 
-        /* The last indirect destination (return, indirect call or jump)
-         * and its block: loops return to the same place again and again. */
+        /* The last indirect destination (return, indirect call or jump),
+         * its mapping and its block: loops return to the same place again
+         * and again. The mapping also tells the address space it was in. */
         uint64_t ind_to;
-        const void *ind_as;
-        const void *ind_map;
+        const SynthMapping *ind_map;
         SynthBlock *ind_block;
 
+        uint16_t n_insns;  /* including the final one (also when bad: counted, not run) */
+        uint8_t kind;      /* SynthBlockEnd */
+        uint8_t last_len;  /* of the final instruction: it starts at end - last_len */
+        uint8_t ptw_size;  /* PTWRITE: payload bytes, 4 or 8 */
+        bool target_exec : 1;         /* the direct target is in an executable segment */
+        bool backward : 1;            /* the direct target is at or before start */
+        bool succ_known : 1;          /* taken_bad/fall_bad are valid */
+        bool taken_bad : 1, fall_bad : 1; /* the successor starts with a bad instruction */
+        bool taken_sys : 1, fall_sys : 1; /* the successor ends in SYSCALL */
+
+        /* Second cache line. */
+        uint64_t start;    /* link-time address of the first instruction */
         uint64_t mem_slot; /* ICALL/IJMP through [rip+disp]: the pointer's link address, else 0 */
         uint64_t *jt;      /* IJMP: jump-table targets, link-time */
         uint32_t n_jt;
@@ -77,20 +83,43 @@ struct SynthBlock {
         const SynthImage *image;
 };
 
+/* Link-time address of the final instruction (the branch, special or bad one). */
+static inline uint64_t synth_block_last(const SynthBlock *b) {
+        return b->end - b->last_len;
+}
+
 /* An instruction right after a call: where returns land. */
 typedef struct SynthReturnSite {
         const SynthImage *image;
         uint64_t addr; /* link-time */
 } SynthReturnSite;
 
-typedef struct SynthBlockCache {
-        SynthMap map;
-        SynthReturnSite *ret_sites; /* after every call decoded so far */
-        size_t n_ret_sites, a_ret_sites;
+/* Memory handed out in order and freed all at once. */
+typedef struct SynthArena {
         void **chunks;
         size_t n_chunks;
         uint8_t *cur;
         size_t left;
+} SynthArena;
+
+/* Recently looked-up blocks, direct-mapped: the map of a long run is
+ * megabytes, so each search there is a cache miss, while returns and
+ * indirect branches mostly go to a few thousand hot places. */
+#define SYNTH_BLOCK_RECENT 4096
+
+typedef struct SynthRecentBlock {
+        uint64_t key;
+        SynthBlock *block;
+} SynthRecentBlock;
+
+typedef struct SynthBlockCache {
+        SynthMap map;
+        SynthRecentBlock *recent; /* SYNTH_BLOCK_RECENT entries, in front of map */
+        SynthReturnSite *ret_sites; /* after every call decoded so far */
+        size_t n_ret_sites, a_ret_sites;
+        /* Blocks apart from their arrays (instruction offsets, jump
+         * tables), so the blocks a walk goes through lie close together. */
+        SynthArena blocks, data;
         size_t n_blocks;
         void *decoder; /* ZydisDecoder */
 } SynthBlockCache;
@@ -116,7 +145,7 @@ static inline SynthBlock *synth_block_fall(SynthBlockCache *c, SynthBlock *b) {
 
 /* A block whose first instruction is bad: what a walk must not enter. */
 static inline bool synth_block_is_bad_entry(const SynthBlock *b) {
-        return b->kind == SYNTH_END_BAD && b->start == b->last;
+        return b->kind == SYNTH_END_BAD && b->n_insns == 1;
 }
 
 const char *synth_block_end_to_string(SynthBlockEnd e);

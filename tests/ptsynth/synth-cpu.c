@@ -884,7 +884,7 @@ static int step(SynthCpu *c, SynthWalker *w, bool kernel) {
         __builtin_prefetch(b->next_taken);
         __builtin_prefetch(b->next_fall);
         bias = (uint64_t)w->map->bias;
-        from = b->last + bias;
+        from = synth_block_last(b) + bias;
         switch (b->kind) {
         case SYNTH_END_JCC: {
                 bool taken = synth_walker_jcc_taken(w, b);

@@ -163,6 +163,14 @@ static inline const SynthMapping *synth_address_space_find(const SynthAddressSpa
         return NULL;
 }
 
+/* Whether m is one of as's mappings (compared as integers: m may point
+ * into another address space's array). */
+static inline bool synth_address_space_has(const SynthAddressSpace *as, const SynthMapping *m) {
+        uintptr_t p = (uintptr_t)m, first = (uintptr_t)as->maps;
+
+        return p >= first && p < first + as->n_maps * sizeof *as->maps;
+}
+
 /* Runtime address of a global function by name, first definition in map
  * order; 0 when none. */
 uint64_t synth_address_space_lookup(const SynthAddressSpace *as, const char *name);

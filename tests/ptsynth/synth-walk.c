@@ -121,6 +121,18 @@ void synth_walker_learn_successors(SynthWalker *w, SynthBlock *b) {
         b->succ_known = true;
 }
 
+/* synth_walker_jcc_taken() for a branch whose successors differ. */
+bool synth_walker_jcc_avoid(SynthWalker *w, const SynthBlock *b, bool taken) {
+        if (taken && b->taken_bad && !b->fall_bad)
+                return false;
+        if (!taken && b->fall_bad && !b->taken_bad)
+                return true;
+        if (b->taken_sys != b->fall_sys && (taken ? b->taken_sys : b->fall_sys) &&
+            synth_walker_bits(w, 2) != 0)
+                return !taken;
+        return taken;
+}
+
 int synth_walker_goto_slow(SynthWalker *w, SynthBlock *from, uint64_t to) {
         synth_walker_jump(w, to);
         w->map = synth_address_space_find(w->as, to);
@@ -130,7 +142,6 @@ int synth_walker_goto_slow(SynthWalker *w, SynthBlock *from, uint64_t to) {
         if (!w->block)
                 return -ENOMEM;
         from->ind_to = to;
-        from->ind_as = w->as;
         from->ind_map = w->map;
         from->ind_block = w->block;
         return 0;
@@ -179,7 +190,7 @@ int synth_walker_step(SynthWalker *w, SynthStep *s) {
         __builtin_prefetch(b->next_fall);
         __builtin_prefetch(b->ind_block);
         bias = (uint64_t)w->map->bias;
-        last = b->last + bias;
+        last = synth_block_last(b) + bias;
         s->kind = b->kind;
         s->from = last;
         s->n_insns = b->n_insns;

@@ -115,6 +115,7 @@ static inline unsigned synth_walker_bits(SynthWalker *w, unsigned n) {
 }
 
 void synth_walker_learn_successors(SynthWalker *w, SynthBlock *b);
+bool synth_walker_jcc_avoid(SynthWalker *w, const SynthBlock *b, bool taken);
 
 /* The outcome of the conditional branch ending b. Loops go round:
  * backward branches are taken 3 times in 4, forward ones half the time;
@@ -128,16 +129,14 @@ static inline bool synth_walker_jcc_taken(SynthWalker *w, SynthBlock *b) {
 
         if (_unlikely_(!b->succ_known))
                 synth_walker_learn_successors(w, b);
-        taken = b->target <= b->start ? synth_walker_bits(w, 2) != 0 : synth_walker_bits(w, 1) != 0;
+        taken = b->backward ? synth_walker_bits(w, 2) != 0 : synth_walker_bits(w, 1) != 0;
         if (b->target == b->end || !b->target_exec)
                 return false;
-        if (taken && b->taken_bad && !b->fall_bad)
-                return false;
-        if (!taken && b->fall_bad && !b->taken_bad)
-                return true;
-        if (_unlikely_(b->taken_sys != b->fall_sys) && (taken ? b->taken_sys : b->fall_sys) &&
-            synth_walker_bits(w, 2) != 0)
-                return !taken;
+        /* Only a branch whose successors differ needs a look at the
+         * outcome here: the outcome is random, so branching on it costs a
+         * misprediction every other time. */
+        if (_unlikely_(b->taken_bad != b->fall_bad || b->taken_sys != b->fall_sys))
+                return synth_walker_jcc_avoid(w, b, taken);
         return taken;
 }
 
@@ -149,7 +148,7 @@ static inline int synth_walker_goto(SynthWalker *w, SynthBlock *from, uint64_t t
                 w->block = next;
                 return 0;
         }
-        if (from->ind_to == to && from->ind_as == w->as) {
+        if (from->ind_to == to && synth_address_space_has(w->as, from->ind_map)) {
                 w->map = from->ind_map;
                 w->block = from->ind_block;
                 return 0;

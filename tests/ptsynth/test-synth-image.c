@@ -181,11 +181,11 @@ static void test_blocks(void) {
                         ASSERT_NOT_NULL(b);
                         n_jt += b->n_jt > 0;
                         if (b->kind == SYNTH_END_BAD) {
-                                const SynthSymbol *s = synth_image_symbol_at(k.image, b->last);
+                                const SynthSymbol *s = synth_image_symbol_at(k.image, synth_block_last(b));
 
                                 n_bad++;
                                 if (!s || !streq(s->name, "startup_64"))
-                                        test_fail("bad instruction at 0x%" PRIx64 " in %s", b->last,
+                                        test_fail("bad instruction at 0x%" PRIx64 " in %s", synth_block_last(b),
                                                   s ? s->name : "?");
                         }
                         a = b->end > a ? b->end : a + 1;

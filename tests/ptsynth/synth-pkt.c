@@ -158,6 +158,19 @@ static int before_packet(SynthPktGen *g) {
         return maybe_cyc(g);
 }
 
+/* An ordinary packet: nothing while an overflow loses the trace, else the
+ * timing that precedes it (before_packet()), then the packet. */
+static int emit_packet(SynthPktGen *g, const struct pt_packet *p) {
+        int r;
+
+        if (g->overflow)
+                return 0;
+        r = before_packet(g);
+        if (r < 0)
+                return r;
+        return emit(g, p);
+}
+
 /* MTC is CYC-eligible (the SDM's cycle counter "will continue to count
  * when ContextEn or FilterEn are cleared, and cycle packets will still be
  * generated"; perf calibrates its cycle-to-TSC ratio from a CYC right
@@ -266,7 +279,8 @@ int synth_pkt_ret_tip(SynthPktGen *g, uint64_t target) {
         return r < 0 ? r : 0;
 }
 
-int synth_pkt_tip(SynthPktGen *g, uint64_t ip) {
+/* emit_packet() for a packet with an IP. */
+static int emit_ip_packet(SynthPktGen *g, enum pt_packet_type type, uint64_t ip) {
         int r;
 
         if (g->overflow)
@@ -274,18 +288,15 @@ int synth_pkt_tip(SynthPktGen *g, uint64_t ip) {
         r = before_packet(g);
         if (r < 0)
                 return r;
-        return emit_ip(g, ppt_tip, ip, false);
+        return emit_ip(g, type, ip, false);
+}
+
+int synth_pkt_tip(SynthPktGen *g, uint64_t ip) {
+        return emit_ip_packet(g, ppt_tip, ip);
 }
 
 int synth_pkt_fup(SynthPktGen *g, uint64_t ip) {
-        int r;
-
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
-        return emit_ip(g, ppt_fup, ip, false);
+        return emit_ip_packet(g, ppt_fup, ip);
 }
 
 static int emit_mode_exec(SynthPktGen *g) {
@@ -331,32 +342,22 @@ int synth_pkt_pgd(SynthPktGen *g, uint64_t ip) {
 
 int synth_pkt_pip(SynthPktGen *g, uint64_t cr3) {
         struct pt_packet p = {.type = ppt_pip};
-        int r;
 
-        if (g->overflow || !g->cfg.os)
+        if (!g->cfg.os)
                 return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.pip.cr3 = cr3;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_cbr(SynthPktGen *g, uint8_t ratio) {
         struct pt_packet p = {.type = ppt_cbr};
-        int r;
 
         if (ratio == 0)
                 return -EINVAL;
         g->cbr = ratio;
         set_rate(g);
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.cbr.ratio = ratio;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_tsc(SynthPktGen *g) {
@@ -384,89 +385,53 @@ int synth_pkt_tsc(SynthPktGen *g) {
 
 int synth_pkt_ptw(SynthPktGen *g, uint64_t payload, unsigned size, bool ip) {
         struct pt_packet p = {.type = ppt_ptw};
-        int r;
 
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.ptw.plc = size == 4 ? 0 : 1;
         p.payload.ptw.payload = size == 4 ? (uint32_t)payload : payload;
         p.payload.ptw.ip = ip;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_mwait(SynthPktGen *g, uint32_t hints, uint32_t ext) {
         struct pt_packet p = {.type = ppt_mwait};
-        int r;
 
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.mwait.hints = hints;
         p.payload.mwait.ext = ext;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_pwre(SynthPktGen *g, uint8_t state, uint8_t sub_state, bool hw) {
         struct pt_packet p = {.type = ppt_pwre};
-        int r;
 
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.pwre.state = state;
         p.payload.pwre.sub_state = sub_state;
         p.payload.pwre.hw = hw;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_exstop(SynthPktGen *g, bool ip) {
         struct pt_packet p = {.type = ppt_exstop};
-        int r;
 
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.exstop.ip = ip;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_pwrx(SynthPktGen *g, uint8_t last, uint8_t deepest, bool interrupt) {
         struct pt_packet p = {.type = ppt_pwrx};
-        int r;
 
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.pwrx.last = last;
         p.payload.pwrx.deepest = deepest;
         p.payload.pwrx.interrupt = interrupt;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_mode_tsx(SynthPktGen *g, bool intx, bool abrt) {
         struct pt_packet p = {.type = ppt_mode};
-        int r;
 
-        if (g->overflow)
-                return 0;
-        r = before_packet(g);
-        if (r < 0)
-                return r;
         p.payload.mode.leaf = pt_mol_tsx;
         p.payload.mode.bits.tsx.intx = intx;
         p.payload.mode.bits.tsx.abrt = abrt;
-        return emit(g, &p);
+        return emit_packet(g, &p);
 }
 
 int synth_pkt_psb(SynthPktGen *g, const SynthPsbState *st, uint64_t *ret_offset) {

@@ -17,6 +17,7 @@
 
 #include "bundle-manifest.h"
 #include "fileio.h"
+#include "json-util.h"
 
 static const char *const compression_table[_BUNDLE_COMPRESSION_MAX] = {
         [BUNDLE_COMPRESSION_NONE] = "none",
@@ -733,37 +734,17 @@ static inline void json_putp(JsonObject **j) {
 }
 #define _cleanup_json_ _cleanup_(json_putp)
 
-/* json-c's adders take ownership of the value even on failure only in some
- * versions; count on nothing and check both the value and the add. */
-static int add_value(JsonObject *o, const char *key, JsonObject *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_u64(JsonObject *o, const char *key, uint64_t v) {
-        return add_value(o, key, json_object_new_uint64(v));
-}
-
-static int add_bool(JsonObject *o, const char *key, bool v) {
-        return add_value(o, key, json_object_new_boolean(v));
-}
-
 /* NULL strings are left out: absent and null mean the same to the parser. */
 static int add_str(JsonObject *o, const char *key, const char *v) {
         if (!v)
                 return 0;
-        return add_value(o, key, json_object_new_string(v));
+        return json_add_value(o, key, json_object_new_string(v));
 }
 
 static int add_hex_u64(JsonObject *o, const char *key, uint64_t v) {
         char buf[2 + 16 + 1];
         snprintf(buf, sizeof buf, "0x%" PRIx64, v);
-        return add_value(o, key, json_object_new_string(buf));
+        return json_add_value(o, key, json_object_new_string(buf));
 }
 
 static int append(JsonObject *a, JsonObject *v) {
@@ -790,7 +771,7 @@ static int append(JsonObject *a, JsonObject *v) {
                 return -ENOMEM
 
 static int attach(JsonObject *parent, const char *key, JsonObject **child) {
-        int r = add_value(parent, key, *child);
+        int r = json_add_value(parent, key, *child);
         *child = NULL; /* owned by parent now, or freed by add_value */
         return r;
 }
@@ -814,9 +795,9 @@ static int serialize_host(JsonObject *root, const BundleManifest *m) {
         TRY(attach(root, "host", &host));
 
         TRY(add_str(cpu, "vendor", m->cpuid.vendor));
-        TRY(add_u64(cpu, "family", m->cpuid.family));
-        TRY(add_u64(cpu, "model", m->cpuid.model));
-        TRY(add_u64(cpu, "stepping", m->cpuid.stepping));
+        TRY(json_add_uint64(cpu, "family", m->cpuid.family));
+        TRY(json_add_uint64(cpu, "model", m->cpuid.model));
+        TRY(json_add_uint64(cpu, "stepping", m->cpuid.stepping));
         return attach(root, "cpu", &cpu);
 }
 
@@ -830,7 +811,7 @@ static int serialize_pmu_tsc(JsonObject *root, const BundleManifest *m) {
         if (!config)
                 return -ENOMEM;
         TRY(add_str(pmu, "name", m->pmu.name));
-        TRY(add_u64(pmu, "type", m->pmu.type));
+        TRY(json_add_uint64(pmu, "type", m->pmu.type));
         TRY(add_str(pmu, "config_text", m->pmu.config_text));
         for (size_t i = 0; i < ELEMENTSOF(m->pmu.config); i++) {
                 char buf[2 + 16 + 1];
@@ -843,18 +824,18 @@ static int serialize_pmu_tsc(JsonObject *root, const BundleManifest *m) {
         TRY(attach(pmu, "caps", &caps));
         TRY(attach(root, "pmu", &pmu));
 
-        TRY(add_u64(tsc, "time_zero", c->time_zero));
-        TRY(add_u64(tsc, "time_mult", c->time_mult));
-        TRY(add_u64(tsc, "time_shift", c->time_shift));
-        TRY(add_bool(tsc, "cap_user_time_zero", c->cap_user_time_zero));
-        TRY(add_bool(tsc, "cap_user_time_short", c->cap_user_time_short));
-        TRY(add_u64(tsc, "time_cycles", c->time_cycles));
-        TRY(add_u64(tsc, "time_mask", c->time_mask));
-        TRY(add_u64(tsc, "cpuid_15_eax", m->tsc.cpuid_15_eax));
-        TRY(add_u64(tsc, "cpuid_15_ebx", m->tsc.cpuid_15_ebx));
-        TRY(add_u64(tsc, "nominal_freq", m->tsc.nominal_freq));
-        TRY(add_u64(tsc, "mtc_freq", m->tsc.mtc_freq));
-        TRY(add_u64(tsc, "tsc_hz", m->tsc.tsc_hz));
+        TRY(json_add_uint64(tsc, "time_zero", c->time_zero));
+        TRY(json_add_uint64(tsc, "time_mult", c->time_mult));
+        TRY(json_add_uint64(tsc, "time_shift", c->time_shift));
+        TRY(json_add_bool(tsc, "cap_user_time_zero", c->cap_user_time_zero));
+        TRY(json_add_bool(tsc, "cap_user_time_short", c->cap_user_time_short));
+        TRY(json_add_uint64(tsc, "time_cycles", c->time_cycles));
+        TRY(json_add_uint64(tsc, "time_mask", c->time_mask));
+        TRY(json_add_uint64(tsc, "cpuid_15_eax", m->tsc.cpuid_15_eax));
+        TRY(json_add_uint64(tsc, "cpuid_15_ebx", m->tsc.cpuid_15_ebx));
+        TRY(json_add_uint64(tsc, "nominal_freq", m->tsc.nominal_freq));
+        TRY(json_add_uint64(tsc, "mtc_freq", m->tsc.mtc_freq));
+        TRY(json_add_uint64(tsc, "tsc_hz", m->tsc.tsc_hz));
         return attach(root, "tsc", &tsc);
 }
 
@@ -866,20 +847,20 @@ static int serialize_trigger(JsonObject *root, const BundleManifest *m) {
         TRY(add_str(trigger, "source", t->source));
         if (t->has_requester) {
                 NEW_OBJECT(req);
-                TRY(add_u64(req, "pid", t->requester_pid));
-                TRY(add_u64(req, "uid", t->requester_uid));
+                TRY(json_add_uint64(req, "pid", t->requester_pid));
+                TRY(json_add_uint64(req, "uid", t->requester_uid));
                 TRY(add_str(req, "comm", t->requester_comm));
                 TRY(attach(trigger, "requester", &req));
         }
-        TRY(add_u64(trigger, "perf_time", t->perf_time));
-        TRY(add_u64(trigger, "realtime_usec", t->realtime_usec));
+        TRY(json_add_uint64(trigger, "perf_time", t->perf_time));
+        TRY(json_add_uint64(trigger, "realtime_usec", t->realtime_usec));
         if (t->details) {
                 /* A deep copy keeps the caller's object untouched and ours
                  * independent of it. */
                 JsonObject *copy = NULL;
                 if (json_object_deep_copy(t->details, &copy, NULL) < 0)
                         return -ENOMEM;
-                TRY(add_value(trigger, "details", copy));
+                TRY(json_add_value(trigger, "details", copy));
         }
         return attach(root, "trigger", &trigger);
 }
@@ -892,20 +873,20 @@ static int serialize_cpus(JsonObject *root, const BundleManifest *m) {
         for (size_t i = 0; i < m->n_cpus; i++) {
                 const BundleCpu *c = &m->cpus[i];
                 NEW_OBJECT(o);
-                TRY(add_u64(o, "cpu", c->cpu));
+                TRY(json_add_uint64(o, "cpu", c->cpu));
                 TRY(add_str(o, "member", c->member));
-                TRY(add_u64(o, "bytes", c->bytes));
-                TRY(add_u64(o, "buffer_size", c->buffer_size));
-                TRY(add_bool(o, "wrapped", c->wrapped));
-                TRY(add_bool(o, "truncated", c->truncated));
-                TRY(add_bool(o, "lost", c->lost));
+                TRY(json_add_uint64(o, "bytes", c->bytes));
+                TRY(json_add_uint64(o, "buffer_size", c->buffer_size));
+                TRY(json_add_bool(o, "wrapped", c->wrapped));
+                TRY(json_add_bool(o, "truncated", c->truncated));
+                TRY(json_add_bool(o, "lost", c->lost));
                 if (c->has_time) {
-                        TRY(add_u64(o, "first_tsc", c->first_tsc));
-                        TRY(add_u64(o, "last_tsc", c->last_tsc));
-                        TRY(add_u64(o, "first_time", c->first_time));
-                        TRY(add_u64(o, "last_time", c->last_time));
+                        TRY(json_add_uint64(o, "first_tsc", c->first_tsc));
+                        TRY(json_add_uint64(o, "last_tsc", c->last_tsc));
+                        TRY(json_add_uint64(o, "first_time", c->first_time));
+                        TRY(json_add_uint64(o, "last_time", c->last_time));
                 }
-                TRY(add_u64(o, "blackout_ns", c->blackout_ns));
+                TRY(json_add_uint64(o, "blackout_ns", c->blackout_ns));
                 TRY(add_str(o, "error", c->error));
                 TRY(attach_item(cpus, &o));
         }
@@ -913,13 +894,13 @@ static int serialize_cpus(JsonObject *root, const BundleManifest *m) {
 
         if (m->window.valid) {
                 NEW_OBJECT(w);
-                TRY(add_u64(w, "start_time", m->window.start_time));
-                TRY(add_u64(w, "end_time", m->window.end_time));
-                TRY(add_u64(w, "start_tsc", m->window.start_tsc));
-                TRY(add_u64(w, "end_tsc", m->window.end_tsc));
+                TRY(json_add_uint64(w, "start_time", m->window.start_time));
+                TRY(json_add_uint64(w, "end_time", m->window.end_time));
+                TRY(json_add_uint64(w, "start_tsc", m->window.start_tsc));
+                TRY(json_add_uint64(w, "end_tsc", m->window.end_tsc));
                 TRY(attach(root, "window", &w));
         }
-        return add_u64(root, "lookback_ns", m->lookback_ns);
+        return json_add_uint64(root, "lookback_ns", m->lookback_ns);
 }
 
 static int serialize_sideband_kernel(JsonObject *root, const BundleManifest *m) {
@@ -928,9 +909,9 @@ static int serialize_sideband_kernel(JsonObject *root, const BundleManifest *m) 
 
         TRY(add_str(sb, "member", m->sideband.member));
         TRY(add_hex_u64(sb, "sample_type", m->sideband.sample_type));
-        TRY(add_bool(sb, "sample_id_all", m->sideband.sample_id_all));
-        TRY(add_u64(sb, "records", m->sideband.n_records));
-        TRY(add_u64(sb, "lost", m->sideband.n_lost));
+        TRY(json_add_bool(sb, "sample_id_all", m->sideband.sample_id_all));
+        TRY(json_add_uint64(sb, "records", m->sideband.n_records));
+        TRY(json_add_uint64(sb, "lost", m->sideband.n_lost));
         TRY(attach(root, "sideband", &sb));
 
         TRY(add_str(k, "kcore_member", m->kernel.kcore_member));
@@ -963,7 +944,7 @@ static int serialize_images(JsonObject *root, const BundleManifest *m) {
                         TRY(append(paths, json_object_new_string(*p)));
                 TRY(attach(o, "paths", &paths));
                 TRY(add_str(o, "member", img->member));
-                TRY(add_u64(o, "size", img->size));
+                TRY(json_add_uint64(o, "size", img->size));
                 TRY(add_str(o, "missing_reason", img->missing_reason));
                 TRY(attach_item(images, &o));
         }
@@ -971,9 +952,9 @@ static int serialize_images(JsonObject *root, const BundleManifest *m) {
 
         for (size_t i = 0; i < m->n_jit; i++) {
                 NEW_OBJECT(o);
-                TRY(add_u64(o, "pid", m->jit[i].pid));
+                TRY(json_add_uint64(o, "pid", m->jit[i].pid));
                 TRY(add_hex_u64(o, "addr", m->jit[i].addr));
-                TRY(add_u64(o, "len", m->jit[i].len));
+                TRY(json_add_uint64(o, "len", m->jit[i].len));
                 TRY(add_str(o, "member", m->jit[i].member));
                 TRY(attach_item(jit, &o));
         }
@@ -994,8 +975,8 @@ static int serialize_members(JsonObject *root, const BundleManifest *m) {
                         return -ENOMEM;
                 TRY(add_str(o, "name", mb->name));
                 TRY(add_str(o, "stored_name", mb->stored_name));
-                TRY(add_u64(o, "size", mb->size));
-                TRY(add_u64(o, "stored_size", mb->stored_size));
+                TRY(json_add_uint64(o, "size", mb->size));
+                TRY(json_add_uint64(o, "stored_size", mb->stored_size));
                 TRY(add_str(o, "compression", bundle_compression_to_string(mb->compression)));
                 TRY(add_str(o, "sha256", hash));
                 TRY(attach_item(members, &o));
@@ -1015,11 +996,11 @@ int bundle_manifest_to_json(const BundleManifest *m, char **ret, size_t *ret_siz
                 return r;
 
         TRY(add_str(root, "format", "ptraced-bundle"));
-        TRY(add_u64(root, "format_version", m->format_version));
+        TRY(json_add_uint64(root, "format_version", m->format_version));
         TRY(add_str(root, "id", m->id));
         TRY(add_str(root, "generator", m->generator));
-        TRY(add_u64(root, "created_realtime_usec", m->created_realtime_usec));
-        TRY(add_bool(root, "simulated", m->simulated));
+        TRY(json_add_uint64(root, "created_realtime_usec", m->created_realtime_usec));
+        TRY(json_add_bool(root, "simulated", m->simulated));
         TRY(serialize_host(root, m));
         TRY(serialize_pmu_tsc(root, m));
         TRY(serialize_trigger(root, m));

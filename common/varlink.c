@@ -2,6 +2,7 @@
 
 #include <stdarg.h>
 
+#include "json-util.h"
 #include "varlink.h"
 
 #define BUFFER_INITIAL 4096
@@ -345,18 +346,6 @@ static int add_parameters(struct json_object *o, struct json_object *parameters)
         return 0;
 }
 
-static int add_string(struct json_object *o, const char *key, const char *value) {
-        struct json_object *v = json_object_new_string(value);
-
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static int add_true(struct json_object *o, const char *key) {
         struct json_object *v = json_object_new_boolean(true);
 
@@ -376,7 +365,7 @@ int varlink_format_call(const char *method, struct json_object *parameters, unsi
 
         if (!o)
                 return -ENOMEM;
-        r = add_string(o, "method", method);
+        r = json_add_string(o, "method", method);
         if (r >= 0)
                 r = add_parameters(o, parameters);
         if (r >= 0 && (flags & VARLINK_CALL_ONEWAY))
@@ -410,7 +399,7 @@ int varlink_format_error(const char *error, struct json_object *parameters, char
 
         if (!o)
                 return -ENOMEM;
-        r = add_string(o, "error", error);
+        r = json_add_string(o, "error", error);
         if (r >= 0)
                 r = add_parameters(o, parameters);
         if (r >= 0)

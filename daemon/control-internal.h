@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 
 #include "buffer.h"
+#include "json-util.h"
 #include "control.h"
 #include "protocol.h"
 #include "varlink.h"
@@ -134,12 +135,10 @@ void reply_slot_detach(ReplySlot *slot);
 ReplySlot *reply_slot_free(ReplySlot *slot);
 void reply_slot_set(ReplySlot *slot, char *data, size_t size);
 
-/* json helpers that never leave a half-built object behind */
-int json_add_string(struct json_object *o, const char *key, const char *value);
+/* json helpers of the protocol, next to common/json-util.h's: a null for a
+ * missing string, and unsigned numbers clamped to varlink's int64 */
 int json_add_string_or_null(struct json_object *o, const char *key, const char *value);
 int json_add_u64(struct json_object *o, const char *key, uint64_t value);
-int json_add_i64(struct json_object *o, const char *key, int64_t value);
-int json_add_bool(struct json_object *o, const char *key, bool value);
 
 /* ---- control-methods.c ---- */
 

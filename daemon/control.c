@@ -56,21 +56,7 @@ struct Connection {
 
 static void connection_kick(Connection *c);
 
-/* ---- json helpers ---- */
-
-static int json_add(struct json_object *o, const char *key, struct json_object *v) {
-        if (!v)
-                return -ENOMEM;
-        if (json_object_object_add(o, key, v) < 0) {
-                json_object_put(v);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-int json_add_string(struct json_object *o, const char *key, const char *value) {
-        return json_add(o, key, json_object_new_string(value));
-}
+/* ---- json helpers (the rest are common/json-util.h) ---- */
 
 int json_add_string_or_null(struct json_object *o, const char *key, const char *value) {
         if (!value)
@@ -80,15 +66,7 @@ int json_add_string_or_null(struct json_object *o, const char *key, const char *
 
 int json_add_u64(struct json_object *o, const char *key, uint64_t value) {
         /* varlink's int is a JSON number; keep it in int64 range. */
-        return json_add(o, key, json_object_new_int64((int64_t) MIN(value, (uint64_t) INT64_MAX)));
-}
-
-int json_add_i64(struct json_object *o, const char *key, int64_t value) {
-        return json_add(o, key, json_object_new_int64(value));
-}
-
-int json_add_bool(struct json_object *o, const char *key, bool value) {
-        return json_add(o, key, json_object_new_boolean(value));
+        return json_add_i64(o, key, (int64_t) MIN(value, (uint64_t) INT64_MAX));
 }
 
 static struct json_object *message_object(const char *message) {

@@ -6,6 +6,7 @@
 #include <stdio.h>
 
 #include "conf-parser.h"
+#include "json-util.h"
 #include "trigger-crash.h"
 
 void trigger_crash_done(TriggerCrash *c) {
@@ -94,25 +95,26 @@ int trigger_crash_journal_fields(const TriggerCrash *c, const char *trigger, con
 
 int trigger_crash_add_details(const TriggerCrash *c, struct json_object *d) {
         const struct trigger_event *e = &c->event;
-        char sig[16], addr[32];
+        char sig[16], addr[32], comm[TRIGGER_COMM_LEN + 1];
+        int r;
 
         snprintf(addr, sizeof addr, "0x%016" PRIx64, (uint64_t) e->addr);
-        if (json_object_object_add(d, "signal", json_object_new_int64(e->value)) < 0 ||
-            json_object_object_add(d, "signal_name",
-                                   json_object_new_string(trigger_signal_name((int) e->value, sig))) < 0 ||
-            json_object_object_add(d, "si_code", json_object_new_int64(e->value2)) < 0 ||
-            json_object_object_add(d, "fault_address", json_object_new_string(addr)) < 0 ||
-            json_object_object_add(d, "handled", json_object_new_boolean(e->flags & TRIGGER_EVENT_HANDLED)) <
-                    0)
-                return -ENOMEM;
-        char comm[TRIGGER_COMM_LEN + 1];
         memcpy(comm, e->other_comm, TRIGGER_COMM_LEN);
         comm[TRIGGER_COMM_LEN] = 0;
-        if (comm[0] && json_object_object_add(d, "process_comm", json_object_new_string(comm)) < 0)
-                return -ENOMEM;
-        if (c->exe && json_object_object_add(d, "exe", json_object_new_string(c->exe)) < 0)
-                return -ENOMEM;
-        if (c->cgroup && json_object_object_add(d, "cgroup", json_object_new_string(c->cgroup)) < 0)
-                return -ENOMEM;
-        return 0;
+        r = json_add_i64(d, "signal", e->value);
+        if (r >= 0)
+                r = json_add_string(d, "signal_name", trigger_signal_name((int) e->value, sig));
+        if (r >= 0)
+                r = json_add_i64(d, "si_code", e->value2);
+        if (r >= 0)
+                r = json_add_string(d, "fault_address", addr);
+        if (r >= 0)
+                r = json_add_bool(d, "handled", e->flags & TRIGGER_EVENT_HANDLED);
+        if (r >= 0 && comm[0])
+                r = json_add_string(d, "process_comm", comm);
+        if (r >= 0 && c->exe)
+                r = json_add_string(d, "exe", c->exe);
+        if (r >= 0 && c->cgroup)
+                r = json_add_string(d, "cgroup", c->cgroup);
+        return r < 0 ? r : 0;
 }

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 
+#include "json-util.h"
 #include "log.h"
 #include "message-ids.h"
 #include "parse-util.h"
@@ -394,42 +395,6 @@ static void on_snapshot_done(Manager *m, const SnapshotResult *r, void *userdata
 
 /* ---- details ---- */
 
-static int add_str(struct json_object *d, const char *key, const char *v) {
-        struct json_object *o = json_object_new_string(v);
-        if (!o || json_object_object_add(d, key, o) < 0) {
-                json_object_put(o);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_u64(struct json_object *d, const char *key, uint64_t v) {
-        struct json_object *o = json_object_new_uint64(v);
-        if (!o || json_object_object_add(d, key, o) < 0) {
-                json_object_put(o);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_i64(struct json_object *d, const char *key, int64_t v) {
-        struct json_object *o = json_object_new_int64(v);
-        if (!o || json_object_object_add(d, key, o) < 0) {
-                json_object_put(o);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
-static int add_bool(struct json_object *d, const char *key, bool v) {
-        struct json_object *o = json_object_new_boolean(v);
-        if (!o || json_object_object_add(d, key, o) < 0) {
-                json_object_put(o);
-                return -ENOMEM;
-        }
-        return 0;
-}
-
 static const char *task_state_name(uint64_t state) {
         if ((state & 0x0402) == 0x0402)
                 return "I"; /* TASK_IDLE */
@@ -457,26 +422,26 @@ static int fill_event_details(Trigger *t, const struct trigger_event *e, struct 
         int r = 0;
 
         comm_copy(comm, e->comm);
-        r = add_str(d, "trigger", c->name);
+        r = json_add_string(d, "trigger", c->name);
         if (r >= 0)
-                r = add_str(d, "type", trigger_type_names[c->type]);
+                r = json_add_string(d, "type", trigger_type_names[c->type]);
         if (r >= 0)
-                r = add_u64(d, "pid", e->pid);
+                r = json_add_uint64(d, "pid", e->pid);
         if (r >= 0)
-                r = add_u64(d, "tid", e->tid);
+                r = json_add_uint64(d, "tid", e->tid);
         if (r >= 0)
-                r = add_str(d, "comm", comm);
+                r = json_add_string(d, "comm", comm);
         if (r >= 0)
-                r = add_u64(d, "uid", e->uid);
+                r = json_add_uint64(d, "uid", e->uid);
         if (r >= 0 && e->kind != TRIGGER_EVENT_BLOCKED)
-                r = add_u64(d, "cpu", e->cpu);
+                r = json_add_uint64(d, "cpu", e->cpu);
         if (r < 0)
                 return r;
         if (e->cgroup_id != 0) {
                 _cleanup_free_ char *cg = NULL;
                 /* Resolved from the id: works after the task is gone too. */
                 if (trigger_cgroup_path(e->cgroup_id, &cg) >= 0) {
-                        r = add_str(d, "cgroup", cg);
+                        r = json_add_string(d, "cgroup", cg);
                         if (r < 0)
                                 return r;
                         if (k && k->crash && !k->c.cgroup)
@@ -488,13 +453,13 @@ static int fill_event_details(Trigger *t, const struct trigger_event *e, struct 
         start = manager_mono_to_perf_time(m, e->start_ns);
         end = manager_mono_to_perf_time(m, e->end_ns);
         if (start > 0 && end >= start) {
-                r = add_u64(d, "start_time_ns", start);
+                r = json_add_uint64(d, "start_time_ns", start);
                 if (r >= 0)
-                        r = add_u64(d, "end_time_ns", end);
+                        r = json_add_uint64(d, "end_time_ns", end);
                 snprintf(range, sizeof range, "%" PRIu64 ".%09" PRIu64 ",%" PRIu64 ".%09" PRIu64,
                          start / NSEC_PER_SEC, start % NSEC_PER_SEC, end / NSEC_PER_SEC, end % NSEC_PER_SEC);
                 if (r >= 0)
-                        r = add_str(d, "decode_time", range);
+                        r = json_add_string(d, "decode_time", range);
                 if (r < 0)
                         return r;
         }
@@ -502,14 +467,14 @@ static int fill_event_details(Trigger *t, const struct trigger_event *e, struct 
         if (e->kind == TRIGGER_EVENT_LATENCY || e->kind == TRIGGER_EVENT_BLOCKED) {
                 ManagerStats st;
 
-                r = add_u64(d, "latency_ns", e->end_ns - e->start_ns);
+                r = json_add_uint64(d, "latency_ns", e->end_ns - e->start_ns);
                 if (r >= 0)
-                        r = add_u64(d, "threshold_ns", c->threshold * NSEC_PER_USEC);
+                        r = json_add_uint64(d, "threshold_ns", c->threshold * NSEC_PER_USEC);
                 manager_get_stats(m, &st);
                 /* Whether the trace can reach back to the start: an estimate
                  * from the measured rate of the busiest CPU. */
                 if (r >= 0 && st.lookback_ns > 0)
-                        r = add_bool(d, "interval_in_lookback", e->end_ns - e->start_ns <= st.lookback_ns);
+                        r = json_add_bool(d, "interval_in_lookback", e->end_ns - e->start_ns <= st.lookback_ns);
                 if (r < 0)
                         return r;
         }
@@ -519,46 +484,46 @@ static int fill_event_details(Trigger *t, const struct trigger_event *e, struct 
                 char other[TRIGGER_COMM_LEN + 1], waker[TRIGGER_COMM_LEN + 1];
                 comm_copy(other, e->other_comm);
                 comm_copy(waker, e->waker_comm);
-                r = add_bool(d, "preempted", e->flags & TRIGGER_EVENT_PREEMPTED);
+                r = json_add_bool(d, "preempted", e->flags & TRIGGER_EVENT_PREEMPTED);
                 if (r >= 0)
-                        r = add_u64(d, "running_pid", e->other_pid);
+                        r = json_add_uint64(d, "running_pid", e->other_pid);
                 if (r >= 0)
-                        r = add_u64(d, "running_tid", e->other_tid);
+                        r = json_add_uint64(d, "running_tid", e->other_tid);
                 if (r >= 0)
-                        r = add_str(d, "running_comm", other);
+                        r = json_add_string(d, "running_comm", other);
                 if (r >= 0 && !(e->flags & TRIGGER_EVENT_PREEMPTED)) {
-                        r = add_u64(d, "waker_pid", e->waker_pid);
+                        r = json_add_uint64(d, "waker_pid", e->waker_pid);
                         if (r >= 0)
-                                r = add_u64(d, "waker_tid", e->waker_tid);
+                                r = json_add_uint64(d, "waker_tid", e->waker_tid);
                         if (r >= 0)
-                                r = add_str(d, "waker_comm", waker);
+                                r = json_add_string(d, "waker_comm", waker);
                 }
                 break;
         }
         case TRIGGER_TYPE_SYSCALL_LATENCY: {
                 const char *name = trigger_syscall_to_name((long) e->value);
-                r = add_str(d, "syscall", name ?: "unknown");
+                r = json_add_string(d, "syscall", name ?: "unknown");
                 if (r >= 0)
-                        r = add_i64(d, "syscall_nr", e->value);
+                        r = json_add_i64(d, "syscall_nr", e->value);
                 if (r >= 0)
-                        r = add_i64(d, "return", e->value2);
+                        r = json_add_i64(d, "return", e->value2);
                 break;
         }
         case TRIGGER_TYPE_FUNCTION_LATENCY:
         case TRIGGER_TYPE_FUNCTION_HIT: {
                 char a[32];
                 snprintf(a, sizeof a, "0x%" PRIx64, c->function_address);
-                r = add_str(d, "binary", c->binary);
+                r = json_add_string(d, "binary", c->binary);
                 if (r >= 0)
-                        r = add_str(d, "function", c->function);
+                        r = json_add_string(d, "function", c->function);
                 if (r >= 0)
-                        r = add_str(d, "function_address", a);
+                        r = json_add_string(d, "function_address", a);
                 break;
         }
         case TRIGGER_TYPE_OFFCPU:
-                r = add_str(d, "state", task_state_name((uint64_t) e->value));
+                r = json_add_string(d, "state", task_state_name((uint64_t) e->value));
                 if (r >= 0)
-                        r = add_bool(d, "still_blocked", e->kind == TRIGGER_EVENT_BLOCKED);
+                        r = json_add_bool(d, "still_blocked", e->kind == TRIGGER_EVENT_BLOCKED);
                 break;
         case TRIGGER_TYPE_CRASH:
                 r = trigger_crash_add_details(&k->c, d);
@@ -801,17 +766,17 @@ static void on_unit_fired(size_t spec, const TriggerUnitEvent *e, void *userdata
                 log_oom();
                 return;
         }
-        r = add_str(d, "trigger", t->config->name);
+        r = json_add_string(d, "trigger", t->config->name);
         if (r >= 0)
-                r = add_str(d, "type", "unit");
+                r = json_add_string(d, "type", "unit");
         if (r >= 0)
-                r = add_str(d, "unit", e->unit);
+                r = json_add_string(d, "unit", e->unit);
         if (r >= 0 && e->result)
-                r = add_str(d, "result", e->result);
+                r = json_add_string(d, "result", e->result);
         if (r >= 0 && e->active_state)
-                r = add_str(d, "active_state", e->active_state);
+                r = json_add_string(d, "active_state", e->active_state);
         if (r >= 0 && e->sub_state)
-                r = add_str(d, "sub_state", e->sub_state);
+                r = json_add_string(d, "sub_state", e->sub_state);
         if (r < 0)
                 log_oom();
         req->details = d;
@@ -848,21 +813,21 @@ static void on_watchdog_fired(const TriggerWatchdogInfo *w, usec_t now, void *us
                 if (w->comm && !(req->requester_comm = strdup(w->comm)))
                         log_oom();
         }
-        r = add_str(d, "watchdog", w->name);
+        r = json_add_string(d, "watchdog", w->name);
         if (r >= 0)
-                r = add_str(d, "type", "watchdog");
+                r = json_add_string(d, "type", "watchdog");
         if (r >= 0)
-                r = add_u64(d, "timeout_usec", w->timeout);
+                r = json_add_uint64(d, "timeout_usec", w->timeout);
         if (r >= 0)
-                r = add_u64(d, "last_ping_realtime_usec", w->last_ping_realtime);
+                r = json_add_uint64(d, "last_ping_realtime_usec", w->last_ping_realtime);
         if (r >= 0)
-                r = add_u64(d, "since_last_ping_usec", now > w->last_ping ? now - w->last_ping : 0);
+                r = json_add_uint64(d, "since_last_ping_usec", now > w->last_ping ? now - w->last_ping : 0);
         if (r >= 0)
-                r = add_u64(d, "pings", w->pings);
+                r = json_add_uint64(d, "pings", w->pings);
         if (r >= 0) {
                 uint64_t since = manager_mono_to_perf_time(s->manager, w->last_ping * NSEC_PER_USEC);
                 if (since > 0)
-                        r = add_u64(d, "last_ping_time_ns", since);
+                        r = json_add_uint64(d, "last_ping_time_ns", since);
         }
         if (r < 0)
                 log_oom();

@@ -8,8 +8,8 @@
 
 #include <getopt.h>
 
-#include "log.h"
-#include "ptctl.h"
+#include "common/basic/log.h"
+#include "client/ptctl.h"
 
 /* Each verb lives in its own client/ptctl-<verb>.c and is listed here. */
 static const Verb *const verbs[] = {

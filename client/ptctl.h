@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-#include "macro.h"
+#include "common/basic/macro.h"
 
 /* Exit codes, documented in ptctl(1). */
 enum {

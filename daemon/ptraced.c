@@ -12,17 +12,17 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "control.h"
-#include "fileio.h"
-#include "log.h"
-#include "manager.h"
-#include "parse-util.h"
-#include "pmu-sim.h"
-#include "pmu.h"
-#include "pt-config.h"
-#include "ptraced-config.h"
-#include "recorder.h"
-#include "synth-sim-source.h"
+#include "daemon/control/server.h"
+#include "common/basic/fileio.h"
+#include "common/basic/log.h"
+#include "daemon/manager/manager.h"
+#include "common/basic/parse-util.h"
+#include "daemon/sim/pmu-sim.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
+#include "daemon/manager/config.h"
+#include "daemon/recorder/recorder.h"
+#include "daemon/sim/synth-source.h"
 
 static const char *arg_config = NULL;
 static const char *arg_sysfs_root = NULL;

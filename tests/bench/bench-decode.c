@@ -30,8 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "decode-input-bundle.h"
-#include "decode.h"
+#include "client/decode/input/bundle.h"
+#include "client/decode/decode.h"
 
 typedef struct Result {
         double seconds;

@@ -12,7 +12,7 @@
 #include <inttypes.h>
 #include <time.h>
 
-#include "ptsynth.h"
+#include "daemon/synth/synth.h"
 
 #define GOAL_MB_PER_S 50.0
 

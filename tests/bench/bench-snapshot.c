@@ -30,10 +30,10 @@
 #include <poll.h>
 #include <sys/mman.h>
 
-#include "parse-util.h"
-#include "pmu-sim.h"
-#include "pt-config.h"
-#include "recorder.h"
+#include "common/basic/parse-util.h"
+#include "daemon/sim/pmu-sim.h"
+#include "common/pt/event-config.h"
+#include "daemon/recorder/recorder.h"
 #include "sim-test-source.h"
 #include "test.h"
 

@@ -30,14 +30,14 @@
 #include <sched.h>
 #include <stdio.h>
 
-#include "fileio.h"
-#include "log.h"
-#include "manager.h"
-#include "recorder.h"
+#include "common/basic/fileio.h"
+#include "common/basic/log.h"
+#include "daemon/manager/manager.h"
+#include "daemon/recorder/recorder.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "trigger-bpf.h"
-#include "trigger-set.h"
+#include "daemon/trigger/bpf.h"
+#include "daemon/trigger/set.h"
 
 __attribute__((noinline, used)) int bench_trigger_hit(int x);
 __attribute__((noinline, used)) int bench_trigger_hit(int x) {

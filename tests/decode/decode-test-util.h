@@ -11,7 +11,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "decode.h"
+#include "client/decode/decode.h"
 #include "test.h"
 
 typedef struct TraceBuilder {

@@ -4,8 +4,8 @@
 
 #include <sys/mman.h>
 
-#include "decode-context.h"
-#include "perf-record.h"
+#include "client/decode/context.h"
+#include "common/perf/record.h"
 #include "test.h"
 
 #define ST (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)

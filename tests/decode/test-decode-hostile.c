@@ -6,10 +6,10 @@
  * depends on the number of jobs.
  */
 
-#include "bundle.h"
-#include "decode-input-bundle.h"
+#include "common/bundle/bundle.h"
+#include "client/decode/input/bundle.h"
 #include "decode-test-util.h"
-#include "fileio.h"
+#include "common/basic/fileio.h"
 
 static const char *realpt;
 

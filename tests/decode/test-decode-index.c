@@ -2,7 +2,7 @@
 
 /* The PSB index and the segment plan, on hand-built streams. */
 
-#include "decode-index.h"
+#include "client/decode/index.h"
 #include "decode-test-util.h"
 
 typedef struct Stream {

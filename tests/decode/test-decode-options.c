@@ -2,7 +2,7 @@
 
 /* Parsers of decode options and the time conversions behind them. */
 
-#include "decode.h"
+#include "client/decode/decode.h"
 #include "test.h"
 
 static void test_time_spec(void) {

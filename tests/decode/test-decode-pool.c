@@ -6,7 +6,7 @@
 #include <pthread.h>
 #include <time.h>
 
-#include "decode-pool.h"
+#include "client/decode/pool.h"
 #include "test.h"
 
 typedef struct Ctx {

@@ -90,7 +90,7 @@ n=$(grep -cv -- ' -- ' "$tmp/insn")
 if grep -q '(undecodable)' "$tmp/insn"; then fail "tracedir set: undecodable instructions"; fi
 
 # --- quipper-perfdata: perf.data recordings without their binaries ------
-# Decoded from perf.data directly (client/decode-input-perf.c): the AUX
+# Decoded from perf.data directly (client/decode/input/perf.c): the AUX
 # streams of CPUs 0 and 3 are read packet by packet, and every place the
 # decoder needs code it has not got is an error line naming what is
 # missing, never a crash; --strict turns that into exit status 1.

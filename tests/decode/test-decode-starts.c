@@ -1,9 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
-/* Trace starts and their time bounds (decode-starts.h), on a hand-built
+/* Trace starts and their time bounds (client/decode/starts.h), on a hand-built
  * stream: MTC period 8 crystal ticks, 84 TSC ticks per crystal tick. */
 
-#include "decode-starts.h"
+#include "client/decode/starts.h"
 #include "decode-test-util.h"
 
 static void tb_tma(TraceBuilder *t, uint16_t ctc, uint16_t fc) {

@@ -3,9 +3,9 @@
 /* Symbolization: ELF symbols, source lines and inlined frames through libdw
  * (on a fixture built with -g -O2), kernel symbols from kallsyms. */
 
-#include "decode-symbols.h"
+#include "client/decode/symbols.h"
 #include "decode-test-util.h"
-#include "fileio.h"
+#include "common/basic/fileio.h"
 
 static const char *fixture;
 static const char *fixture_source;

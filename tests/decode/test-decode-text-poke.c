@@ -18,7 +18,7 @@
  */
 
 #include "decode-test-util.h"
-#include "perf-record.h"
+#include "common/perf/record.h"
 
 #define K UINT64_C(0xffffffff81000000)
 #define ST (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)

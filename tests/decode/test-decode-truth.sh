@@ -5,13 +5,13 @@
 #
 #   ptctl decode BUNDLE --format=branches --fields=cpu,tid,from,to,kind
 #
-# equals ptsynth's branch truth (tests/ptsynth/TRUTH.md) line for line and
+# equals ptsynth's branch truth (daemon/synth/TRUTH.md) line for line and
 # its events truth with --events, with --jobs 1 and --jobs 8 byte-identical
 # and small segments (many parallel boundaries) giving the same truth.
 #
 # User-only traces are held to the same standard, thread IDs included:
 # there a thread starts at a trace start, and the timing packets around it
-# say which switch came before it (client/decode-starts.h).
+# say which switch came before it (client/decode/starts.h).
 #
 # Usage: test-decode-truth.sh PTCTL PTSYNTH [SEEDS]
 

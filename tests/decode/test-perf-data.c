@@ -14,9 +14,9 @@
 #include <sys/mman.h>
 #include <zstd.h>
 
-#include "fileio.h"
-#include "perf-data.h"
-#include "perf-record.h"
+#include "common/basic/fileio.h"
+#include "common/perf/data.h"
+#include "common/perf/record.h"
 #include "test.h"
 
 #define ST_PT                                                                                               \

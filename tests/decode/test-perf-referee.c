@@ -107,7 +107,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "fileio.h"
+#include "common/basic/fileio.h"
 #include "test.h"
 
 typedef struct Config {

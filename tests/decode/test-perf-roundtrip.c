@@ -2,7 +2,7 @@
 
 /*
  * Export and import, end to end: a bundle exported with export_perf() and
- * read back as a perf recording (decode-input-perf.c) gives the decoder
+ * read back as a perf recording (client/decode/input/perf.c) gives the decoder
  * the same trace bytes, the same side-band records and the same facts as
  * the bundle itself, and decodes to the same output.
  *
@@ -19,16 +19,16 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "bundle.h"
-#include "decode-input-bundle.h"
-#include "decode-input-perf.h"
+#include "common/bundle/bundle.h"
+#include "client/decode/input/bundle.h"
+#include "client/decode/input/perf.h"
 #include "decode-test-util.h"
-#include "elf-util.h"
-#include "export-perf.h"
-#include "fileio.h"
-#include "perf-attr.h"
-#include "perf-data.h"
-#include "perf-record.h"
+#include "common/basic/elf-util.h"
+#include "client/export/perf.h"
+#include "common/basic/fileio.h"
+#include "common/perf/attr.h"
+#include "common/perf/data.h"
+#include "common/perf/record.h"
 
 static const char *ptsynth;
 

@@ -6,7 +6,7 @@
  * same serialization: the reader and the writer agree on every manifest.
  */
 
-#include "bundle-manifest.h"
+#include "common/bundle/manifest.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

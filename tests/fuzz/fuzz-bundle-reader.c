@@ -10,7 +10,7 @@
 
 #include <sys/mman.h>
 
-#include "bundle.h"
+#include "common/bundle/bundle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

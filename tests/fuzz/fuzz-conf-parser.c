@@ -2,7 +2,7 @@
 
 /* ptraced.conf text, including templated sections. */
 
-#include "conf-parser.h"
+#include "common/basic/conf-parser.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -10,8 +10,8 @@
 
 #include <sys/mman.h>
 
-#include "perf-data.h"
-#include "perf-record.h"
+#include "common/perf/data.h"
+#include "common/perf/record.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -4,8 +4,8 @@
  * each parsed with and without sample ids; and as the content of a perf
  * data ring read through the ring reader. */
 
-#include "perf-record.h"
-#include "perf-ring.h"
+#include "common/perf/record.h"
+#include "common/perf/ring.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -2,8 +2,8 @@
 
 /* Event strings against a real PMU description, and PMU format strings. */
 
-#include "pmu.h"
-#include "pt-config.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -5,8 +5,8 @@
  * and validated against the io.ptraced method table, and, for the client
  * side, parsed as a reply. */
 
-#include "protocol.h"
-#include "varlink.h"
+#include "common/control/protocol.h"
+#include "common/control/varlink.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

@@ -12,7 +12,7 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "bundle.h"
+#include "common/bundle/bundle.h"
 
 #define T0_USEC (UINT64_C(1714557600) * 1000000)
 

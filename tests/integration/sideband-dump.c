@@ -11,9 +11,9 @@
 
 #include <inttypes.h>
 
-#include "bundle.h"
-#include "perf-attr.h"
-#include "perf-record.h"
+#include "common/bundle/bundle.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 
 int main(int argc, char **argv) {
         _cleanup_(bundle_reader_freep) BundleReader *r = NULL;

@@ -14,11 +14,11 @@
 
 #include <inttypes.h>
 
-#include "fileio.h"
-#include "manager.h"
-#include "perf-attr.h"
-#include "perf-record.h"
-#include "pmu-sim.h"
+#include "common/basic/fileio.h"
+#include "daemon/manager/manager.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
+#include "daemon/sim/pmu-sim.h"
 #include "sim-test-source.h"
 #include "test.h"
 

@@ -21,7 +21,7 @@
  *                                          CONNECTIONS connections, probing
  *                                          Status meanwhile; print figures
  *
- * It links the same client code as ptctl (common/varlink-client.c).
+ * It links the same client code as ptctl (common/control/varlink-client.c).
  */
 
 #include <fcntl.h>
@@ -31,9 +31,9 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "protocol.h"
-#include "time-util.h"
-#include "varlink-client.h"
+#include "common/control/protocol.h"
+#include "common/basic/time-util.h"
+#include "common/control/varlink-client.h"
 
 #define TIMEOUT (10 * USEC_PER_SEC)
 

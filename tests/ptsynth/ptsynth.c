@@ -9,9 +9,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 
-#include "fileio.h"
-#include "parse-util.h"
-#include "ptsynth.h"
+#include "common/basic/fileio.h"
+#include "common/basic/parse-util.h"
+#include "daemon/synth/synth.h"
 #include "synth-check.h"
 
 typedef struct Args {

@@ -6,7 +6,7 @@
 #include <stdarg.h>
 #include <sys/mman.h>
 
-#include "perf-record.h"
+#include "common/perf/record.h"
 #include "synth-check.h"
 
 /* A decode that never ends is a bug, not a long trace. */

@@ -24,7 +24,7 @@
  *   sample_id fields, and the switches match the CPUs' switch logs.
  */
 
-#include "synth-machine.h"
+#include "daemon/synth/machine.h"
 
 typedef struct SynthCheckStats {
         uint64_t insns, branches, events, packets, bytes, psbs;

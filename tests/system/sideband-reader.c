@@ -2,8 +2,8 @@
 
 #include <sys/mman.h>
 
-#include "perf-ring.h"
-#include "pmu-backend.h"
+#include "common/perf/ring.h"
+#include "common/perf/pmu-backend.h"
 #include "sideband-reader.h"
 
 typedef struct Ring {

@@ -11,8 +11,8 @@
  * yet read cannot be older than that; a flush delivers everything.
  */
 
-#include "perf-attr.h"
-#include "perf-record.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 
 typedef struct SidebandReader SidebandReader;
 

@@ -8,8 +8,8 @@
 #include <fcntl.h>
 #include <sys/mman.h>
 
-#include "fileio.h"
-#include "kcore-copy.h"
+#include "common/basic/fileio.h"
+#include "common/bundle/kcore-copy.h"
 #include "test.h"
 
 static void test_real_kcore(void) {

@@ -22,8 +22,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "elf-util.h"
-#include "procmap.h"
+#include "common/basic/elf-util.h"
+#include "daemon/procmap/procmap.h"
 #include "sideband-reader.h"
 #include "test.h"
 

@@ -15,12 +15,12 @@
 #include <sys/prctl.h>
 #include <sys/wait.h>
 
-#include "parse-util.h"
-#include "perf-attr.h"
-#include "perf-record.h"
-#include "perf-ring.h"
-#include "perf-sys.h"
-#include "pmu-backend.h"
+#include "common/basic/parse-util.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
+#include "common/perf/ring.h"
+#include "common/perf/sys.h"
+#include "common/perf/pmu-backend.h"
 #include "test.h"
 
 #define RING_PAGES 128 /* 512 KiB per CPU: plenty for a few hundred ms of a quiet VM */

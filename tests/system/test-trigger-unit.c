@@ -20,13 +20,13 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "bundle.h"
-#include "fileio.h"
-#include "log.h"
-#include "manager.h"
+#include "common/bundle/bundle.h"
+#include "common/basic/fileio.h"
+#include "common/basic/log.h"
+#include "daemon/manager/manager.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "trigger-set.h"
+#include "daemon/trigger/set.h"
 
 #define N_CPUS 2
 

@@ -25,18 +25,18 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "bundle.h"
-#include "control.h"
-#include "fileio.h"
-#include "log.h"
-#include "manager.h"
-#include "perf-attr.h"
-#include "perf-record.h"
+#include "common/bundle/bundle.h"
+#include "daemon/control/server.h"
+#include "common/basic/fileio.h"
+#include "common/basic/log.h"
+#include "daemon/manager/manager.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 #include "ptraced-client.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "trigger-bpf.h"
-#include "trigger-set.h"
+#include "daemon/trigger/bpf.h"
+#include "daemon/trigger/set.h"
 
 #define N_CPUS 2
 

@@ -14,7 +14,7 @@
 #include <ftw.h>
 #include <sys/stat.h>
 
-#include "bundle.h"
+#include "common/bundle/bundle.h"
 #include "test.h"
 
 static inline int rm_rf_cb(const char *path, const struct stat *st, int flag, struct FTW *ftw) {

@@ -5,7 +5,7 @@
  * SIM_TEST_PKT bytes, never zero (so zero-based wrap detection works on
  * it), a PSB at each start. Cheap enough to run at hundreds of MB/s. */
 
-#include "pmu-sim.h"
+#include "daemon/sim/pmu-sim.h"
 
 #define SIM_TEST_PKT 16
 

@@ -2,7 +2,7 @@
 
 #include <inttypes.h>
 
-#include "addr-filter.h"
+#include "daemon/recorder/addr-filter.h"
 #include "test.h"
 
 /* A function of our own, with a symbol in this test's .symtab. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "aux-copy.h"
+#include "daemon/recorder/aux-copy.h"
 #include "test.h"
 
 /* Write `n` non-zero bytes numbered from `from` into a ring at the offset

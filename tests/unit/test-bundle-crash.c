@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "bundle-test-util.h"
-#include "bundle-vacuum.h"
+#include "common/bundle/vacuum.h"
 
 #define KILLS 200
 #define MEMBER_SIZE (384 * 1024)

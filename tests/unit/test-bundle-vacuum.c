@@ -7,7 +7,7 @@
 #include <sys/stat.h>
 
 #include "bundle-test-util.h"
-#include "bundle-vacuum.h"
+#include "common/bundle/vacuum.h"
 
 #define FILE_SIZE (64 * 1024)
 

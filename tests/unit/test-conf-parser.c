@@ -2,8 +2,8 @@
 
 #include <sys/stat.h>
 
-#include "conf-parser.h"
-#include "fileio.h"
+#include "common/basic/conf-parser.h"
+#include "common/basic/fileio.h"
 #include "test.h"
 
 typedef struct Trig {

@@ -20,13 +20,13 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "control.h"
-#include "fileio.h"
-#include "manager.h"
-#include "protocol.h"
+#include "daemon/control/server.h"
+#include "common/basic/fileio.h"
+#include "daemon/manager/manager.h"
+#include "common/control/protocol.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "varlink-client.h"
+#include "common/control/varlink-client.h"
 
 typedef struct Fixture {
         char dir[64];

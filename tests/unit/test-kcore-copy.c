@@ -14,7 +14,7 @@
 #include <sys/stat.h>
 
 #include "bundle-test-util.h"
-#include "kcore-copy.h"
+#include "common/bundle/kcore-copy.h"
 
 #define TEXT_VADDR 0xffffffff81000000ULL
 #define TEXT_SIZE (6ULL << 20)

@@ -7,8 +7,8 @@
 #include <ctype.h>
 #include <getopt.h>
 
-#include "fileio.h"
-#include "ptraced-config.h"
+#include "common/basic/fileio.h"
+#include "daemon/manager/config.h"
 #include "test.h"
 
 /* ptctl's verb table is static in client/ptctl.c: include the file here,
@@ -16,7 +16,7 @@
  * (a verb added there is checked without touching this test). */
 int ptctl_main(int argc, char **argv);
 #define main ptctl_main
-#include "ptctl.c"
+#include "client/ptctl.c"
 #undef main
 
 static void test_config_keys(void) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "parse-util.h"
+#include "common/basic/parse-util.h"
 #include "test.h"
 
 static void test_bool(void) {

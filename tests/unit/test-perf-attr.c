@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "perf-attr.h"
-#include "perf-record.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 #include "test.h"
 
 static void test_intel_pt_attr(void) {

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "perf-record.h"
+#include "common/perf/record.h"
 #include "test.h"
 
 static const uint64_t ST = PERF_SAMPLE_IDENTIFIER | PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU;

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "perf-record.h"
-#include "perf-ring.h"
-#include "perf-sys.h"
+#include "common/perf/record.h"
+#include "common/perf/ring.h"
+#include "common/perf/sys.h"
 #include "test.h"
 
 #define PAGE 4096

@@ -10,16 +10,16 @@
 #include <poll.h>
 #include <sys/mman.h>
 
-#include "perf-attr.h"
-#include "perf-record.h"
-#include "perf-ring.h"
-#include "perf-sys.h"
-#include "pmu-sim.h"
-#include "pmu.h"
-#include "pt-config.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
+#include "common/perf/ring.h"
+#include "common/perf/sys.h"
+#include "daemon/sim/pmu-sim.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "time-util.h"
+#include "common/basic/time-util.h"
 
 #define PKT SIM_TEST_PKT
 #define psb sim_test_psb

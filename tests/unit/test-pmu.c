@@ -2,9 +2,9 @@
 
 #include <sys/stat.h>
 
-#include "fileio.h"
-#include "pmu.h"
-#include "pt-config.h"
+#include "common/basic/fileio.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
 #include "test.h"
 
 #define SYSFS(m) FIXTURES_DIR "/sysfs/" m

@@ -14,10 +14,10 @@
 #include <sys/sysmacros.h>
 #include <time.h>
 
-#include "elf-util.h"
-#include "fileio.h"
-#include "perf-attr.h"
-#include "procmap.h"
+#include "common/basic/elf-util.h"
+#include "common/basic/fileio.h"
+#include "common/perf/attr.h"
+#include "daemon/procmap/procmap.h"
 #include "test.h"
 
 #define ST PTRACED_SAMPLE_TYPE

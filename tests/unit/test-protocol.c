@@ -7,8 +7,8 @@
 
 #include <ctype.h>
 
-#include "conf-parser.h"
-#include "protocol.h"
+#include "common/basic/conf-parser.h"
+#include "common/control/protocol.h"
 #include "test.h"
 
 /* A small checker for the IDL subset we write: one declaration per
@@ -260,7 +260,7 @@ static void test_idl_matches_table(void) {
                        strv_length(idl.errors), strv_length(idl.types));
                 idl_done(&idl);
         }
-        /* The manager's error names (manager.c) are all declared. */
+        /* The manager's error names (daemon/manager/manager.c) are all declared. */
         const char *manager_errors[] = { "io.ptraced.NotRecording", "io.ptraced.Busy", "io.ptraced.Failed",
                                          "io.ptraced.DumpFailed", "io.ptraced.ShuttingDown" };
         for (size_t k = 0; k < ELEMENTSOF(manager_errors); k++)

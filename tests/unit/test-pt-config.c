@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "pmu.h"
-#include "pt-config.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
 #include "test.h"
 
 #define SYSFS(m) FIXTURES_DIR "/sysfs/" m

@@ -2,7 +2,7 @@
 
 #include <intel-pt.h>
 
-#include "pt-scan.h"
+#include "common/pt/scan.h"
 #include "test.h"
 
 /* Encode with libipt: [junk] PSB TSC(a) PSBEND TNT... PSB TSC(b) PSBEND TNT TSC(c) [cut packet]. */

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "ptctl.h"
+#include "client/ptctl.h"
 #include "test.h"
 
 static void reset(void) {

@@ -14,11 +14,11 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
-#include "fileio.h"
+#include "common/basic/fileio.h"
 #include "ptraced-client.h"
 #include "test.h"
-#include "time-util.h"
-#include "varlink.h"
+#include "common/basic/time-util.h"
+#include "common/control/varlink.h"
 
 static char dir[] = "/tmp/test-ptraced-client-XXXXXX";
 static char sock_path[128];

@@ -9,10 +9,10 @@
 
 #include <poll.h>
 
-#include "perf-attr.h"
-#include "perf-record.h"
-#include "pmu-sim.h"
-#include "recorder.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
+#include "daemon/sim/pmu-sim.h"
+#include "daemon/recorder/recorder.h"
 #include "sim-test-source.h"
 #include "test.h"
 

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "perf-record.h"
-#include "sideband-log.h"
+#include "common/perf/record.h"
+#include "daemon/sideband/log.h"
 #include "test.h"
 
 static void add_comm(SidebandLog *l, uint32_t pid, uint64_t time) {

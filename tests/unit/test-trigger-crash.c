@@ -6,7 +6,7 @@
 #include <signal.h>
 
 #include "test.h"
-#include "trigger-crash.h"
+#include "daemon/trigger/crash.h"
 
 static bool has(char **l, const char *field) {
         for (; l && *l; l++)

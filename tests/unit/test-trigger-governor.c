@@ -6,9 +6,9 @@
 
 #include <limits.h>
 
-#include "protocol.h"
+#include "common/control/protocol.h"
 #include "test.h"
-#include "trigger-governor.h"
+#include "daemon/trigger/governor.h"
 
 #define S USEC_PER_SEC
 #define T0 (1000 * S) /* the daemon's start on the test clock */

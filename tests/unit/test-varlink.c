@@ -7,7 +7,7 @@
 #include <sys/socket.h>
 
 #include "test.h"
-#include "varlink.h"
+#include "common/control/varlink.h"
 
 static void test_buffer_split(void) {
         VarlinkBuffer b;

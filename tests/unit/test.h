@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "macro.h"
+#include "common/basic/macro.h"
 
 #define EXIT_TEST_SKIP 77
 

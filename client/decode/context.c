@@ -1,0 +1,801 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <sys/mman.h>
+
+#include "client/decode/context.h"
+#include "common/perf/record.h"
+
+/* perf.data "user" records that tools write into side-band dumps (the
+ * realpt .pevent files carry them): only TIME_CONV matters to us. */
+#define PERF_RECORD_USER_TIME_CONV 79
+
+#define WILDCARD_CPU UINT32_MAX
+
+typedef struct SbRecord {
+        uint64_t time;
+        size_t seq; /* input order, for a stable sort */
+        PerfRecord rec;
+} SbRecord;
+
+static void process_free(DecodeProcess *p) {
+        if (!p)
+                return;
+        free(p->maps);
+        free(p->versions);
+        free(p);
+}
+
+static void thread_free(DecodeThread *t) {
+        if (!t)
+                return;
+        free(t->comms);
+        free(t);
+}
+
+DecodeContext *decode_context_free(DecodeContext *ctx) {
+        void *v;
+
+        if (!ctx)
+                return NULL;
+        for (size_t i = 0; u64map_next(&ctx->processes, &i, NULL, &v);)
+                process_free(v);
+        u64map_done(&ctx->processes);
+        for (size_t i = 0; u64map_next(&ctx->threads, &i, NULL, &v);)
+                thread_free(v);
+        u64map_done(&ctx->threads);
+        DECODE_FOREACH(c, ctx->cpus, ctx->n_cpus)
+                free(c->runs);
+        free(ctx->cpus);
+        DECODE_FOREACH(p, ctx->pokes, ctx->n_pokes)
+                free(p->bytes);
+        free(ctx->pokes);
+        strpool_done(&ctx->strings);
+        free(ctx->first_error);
+        return mfree(ctx);
+}
+
+static DecodeProcess *get_process(DecodeContext *ctx, int32_t pid, bool create) {
+        DecodeProcess *p = u64map_get(&ctx->processes, (uint32_t) pid);
+
+        if (p || !create)
+                return p;
+        p = calloc(1, sizeof(*p));
+        if (!p)
+                return NULL;
+        p->pid = pid;
+        if (u64map_put(&ctx->processes, (uint32_t) pid, p) < 0) {
+                free(p);
+                return NULL;
+        }
+        return p;
+}
+
+static DecodeThread *get_thread(DecodeContext *ctx, int32_t tid, int32_t pid, bool create) {
+        DecodeThread *t = u64map_get(&ctx->threads, (uint32_t) tid);
+
+        if (t || !create)
+                return t;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        t->tid = tid;
+        t->pid = pid;
+        if (u64map_put(&ctx->threads, (uint32_t) tid, t) < 0) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+static int add_version(DecodeProcess *p, uint64_t time) {
+        if (p->n_versions > 0 && p->versions[p->n_versions - 1] >= time)
+                return 0; /* same instant (or out of order): one version */
+        if (p->n_versions == p->allocated_versions) {
+                size_t n = p->allocated_versions ? p->allocated_versions * 2 : 8;
+                uint64_t *v = reallocarray(p->versions, n, sizeof(uint64_t));
+                if (!v)
+                        return -ENOMEM;
+                p->versions = v;
+                p->allocated_versions = n;
+        }
+        p->versions[p->n_versions++] = time;
+        return 0;
+}
+
+static DecodeMapping *add_mapping(DecodeProcess *p) {
+        if (p->n_maps == p->allocated_maps) {
+                size_t n = p->allocated_maps ? p->allocated_maps * 2 : 16;
+                DecodeMapping *m = reallocarray(p->maps, n, sizeof(DecodeMapping));
+                if (!m)
+                        return NULL;
+                p->maps = m;
+                p->allocated_maps = n;
+        }
+        p->maps[p->n_maps] = (DecodeMapping){};
+        return &p->maps[p->n_maps++];
+}
+
+/* End every live mapping overlapping [start, end) at time, keeping the
+ * parts outside the range alive as new mappings. */
+static int unmap_range(DecodeProcess *p, uint64_t start, uint64_t end, uint64_t time) {
+        size_t n = p->n_maps;
+
+        for (size_t i = 0; i < n; i++) {
+                DecodeMapping old = p->maps[i], *m;
+
+                if (old.time_end != DECODE_TIME_INFINITY || old.end <= start || old.start >= end)
+                        continue;
+                p->maps[i].time_end = time;
+                if (old.start < start) {
+                        m = add_mapping(p);
+                        if (!m)
+                                return -ENOMEM;
+                        *m = old;
+                        m->end = start;
+                        m->time_start = time;
+                }
+                if (old.end > end) {
+                        m = add_mapping(p);
+                        if (!m)
+                                return -ENOMEM;
+                        *m = old;
+                        m->pgoff = old.pgoff + (end - old.start);
+                        m->start = end;
+                        m->time_start = time;
+                }
+        }
+        return 0;
+}
+
+static int end_all_mappings(DecodeProcess *p, uint64_t time) {
+        DECODE_FOREACH(m, p->maps, p->n_maps)
+                if (m->time_end == DECODE_TIME_INFINITY)
+                        m->time_end = time;
+        return add_version(p, time);
+}
+
+static DecodeCpuRuns *get_cpu(DecodeContext *ctx, uint32_t cpu) {
+        DecodeCpuRuns *n;
+
+        DECODE_FOREACH(c, ctx->cpus, ctx->n_cpus)
+                if (c->cpu == cpu)
+                        return c;
+        n = reallocarray(ctx->cpus, ctx->n_cpus + 1, sizeof(*n));
+        if (!n)
+                return NULL;
+        ctx->cpus = n;
+        n = &ctx->cpus[ctx->n_cpus++];
+        *n = (DecodeCpuRuns){ .cpu = cpu };
+        return n;
+}
+
+static int add_run(DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t pid, int32_t tid) {
+        DecodeCpuRuns *c = get_cpu(ctx, cpu);
+
+        if (!c)
+                return -ENOMEM;
+        if (c->n_runs == c->allocated) {
+                size_t n = c->allocated ? c->allocated * 2 : 64;
+                DecodeRun *r = reallocarray(c->runs, n, sizeof(DecodeRun));
+                if (!r)
+                        return -ENOMEM;
+                c->runs = r;
+                c->allocated = n;
+        }
+        c->runs[c->n_runs++] = (DecodeRun){ .time = time, .pid = pid, .tid = tid };
+        return 0;
+}
+
+static int set_comm(DecodeContext *ctx, int32_t pid, int32_t tid, const char *comm, uint64_t time) {
+        DecodeThread *t = get_thread(ctx, tid, pid, true);
+        DecodeComm *n;
+        const char *s;
+
+        if (!t)
+                return -ENOMEM;
+        t->pid = pid;
+        s = strpool_intern(&ctx->strings, comm, strlen(comm));
+        if (!s)
+                return -ENOMEM;
+        n = reallocarray(t->comms, t->n_comms + 1, sizeof(DecodeComm));
+        if (!n)
+                return -ENOMEM;
+        t->comms = n;
+        t->comms[t->n_comms++] = (DecodeComm){ .time = time, .comm = s };
+        return 0;
+}
+
+static int handle_mmap(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        uint32_t pid, prot_exec;
+        uint64_t addr, len, pgoff;
+        const char *filename;
+        DecodeProcess *p;
+        DecodeMapping *m;
+        int k;
+
+        /* Kernel (and module) mmaps describe the kernel image, which comes
+         * from kcore/kallsyms instead; perf and libipt-sb ignore them too. */
+        if ((r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
+                return 0;
+
+        if (r->type == PERF_RECORD_MMAP) {
+                pid = r->mmap.pid;
+                addr = r->mmap.addr;
+                len = r->mmap.len;
+                pgoff = r->mmap.pgoff;
+                filename = r->mmap.filename;
+                prot_exec = !(r->misc & PERF_RECORD_MISC_MMAP_DATA);
+        } else {
+                pid = r->mmap2.pid;
+                addr = r->mmap2.addr;
+                len = r->mmap2.len;
+                pgoff = r->mmap2.pgoff;
+                filename = r->mmap2.filename;
+                prot_exec = (r->mmap2.prot & PROT_EXEC) || (!r->mmap2.prot && !(r->misc & PERF_RECORD_MISC_MMAP_DATA));
+        }
+        if (len == 0 || addr + len < addr)
+                return 0;
+
+        p = get_process(ctx, (int32_t) pid, true);
+        if (!p)
+                return -ENOMEM;
+        k = unmap_range(p, addr, addr + len, time);
+        if (k < 0)
+                return k;
+        k = add_version(p, time);
+        if (k < 0)
+                return k;
+        ctx->stats.mmaps++;
+        if (!prot_exec)
+                return 0;
+
+        m = add_mapping(p);
+        if (!m)
+                return -ENOMEM;
+        m->start = addr;
+        m->end = addr + len;
+        m->pgoff = pgoff;
+        m->time_start = time;
+        m->time_end = DECODE_TIME_INFINITY;
+        m->exec = true;
+        m->filename = strpool_intern(&ctx->strings, filename, strlen(filename));
+        if (!m->filename)
+                return -ENOMEM;
+        if (r->type == PERF_RECORD_MMAP2 && r->mmap2.has_build_id) {
+                m->build_id_size = MIN(r->mmap2.build_id_size, (uint8_t) DECODE_BUILD_ID_MAX);
+                memcpy(m->build_id, r->mmap2.build_id, m->build_id_size);
+        }
+        return 0;
+}
+
+static int handle_fork(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        int32_t pid = r->fork.pid, ppid = r->fork.ppid, tid = r->fork.tid, ptid = r->fork.ptid;
+        DecodeThread *parent = get_thread(ctx, ptid, ppid, false);
+        DecodeThread *t;
+        int k;
+
+        t = get_thread(ctx, tid, pid, true);
+        if (!t)
+                return -ENOMEM;
+        t->pid = pid;
+        if (parent && parent->n_comms > 0 && t->n_comms == 0) {
+                k = set_comm(ctx, pid, tid, parent->comms[parent->n_comms - 1].comm, time);
+                if (k < 0)
+                        return k;
+        }
+
+        if (pid != ppid) {
+                /* A new process starts with a copy of its parent's address space. */
+                DecodeProcess *pp = get_process(ctx, ppid, false), *np;
+
+                np = get_process(ctx, pid, true);
+                if (!np)
+                        return -ENOMEM;
+                k = end_all_mappings(np, time);
+                if (k < 0)
+                        return k;
+                if (pp) {
+                        size_t n = pp->n_maps;
+                        for (size_t i = 0; i < n; i++) {
+                                DecodeMapping *m;
+                                if (pp->maps[i].time_end != DECODE_TIME_INFINITY)
+                                        continue;
+                                m = add_mapping(np);
+                                if (!m)
+                                        return -ENOMEM;
+                                *m = pp->maps[i];
+                                m->time_start = time;
+                        }
+                }
+        }
+        ctx->stats.forks++;
+        return 0;
+}
+
+static int handle_exit(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        DecodeProcess *p;
+
+        ctx->stats.exits++;
+        if (r->exit.pid != r->exit.tid)
+                return 0;
+        p = get_process(ctx, r->exit.pid, false);
+        if (!p)
+                return 0;
+        return end_all_mappings(p, time);
+}
+
+static int handle_comm(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        int k;
+
+        ctx->stats.comms++;
+        if (r->comm.exec) {
+                /* exec replaces the address space; the new image's mmaps follow. */
+                DecodeProcess *p = get_process(ctx, r->comm.pid, true);
+                if (!p)
+                        return -ENOMEM;
+                k = end_all_mappings(p, time);
+                if (k < 0)
+                        return k;
+        }
+        return set_comm(ctx, r->comm.pid, r->comm.tid, r->comm.comm, time);
+}
+
+static int handle_switch(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        uint32_t cpu = (r->sid.sample_type & PERF_SAMPLE_CPU) ? r->sid.cpu : WILDCARD_CPU;
+        bool has_tid = r->sid.sample_type & PERF_SAMPLE_TID;
+        DecodeCpuRuns *c;
+        int k;
+
+        ctx->stats.switches++;
+        c = get_cpu(ctx, cpu);
+        if (!c)
+                return -ENOMEM;
+
+        if (r->type == PERF_RECORD_SWITCH_CPU_WIDE) {
+                int32_t self_pid = has_tid ? (int32_t) r->sid.pid : DECODE_PID_UNKNOWN;
+                int32_t self_tid = has_tid ? (int32_t) r->sid.tid : DECODE_PID_UNKNOWN;
+                int32_t other_pid = r->switch_.next_prev_pid, other_tid = r->switch_.next_prev_tid;
+
+                if (r->switch_.out) {
+                        /* Who ran before is known from the first record. */
+                        if (c->n_runs == 0) {
+                                k = add_run(ctx, cpu, 0, self_pid, self_tid);
+                                if (k < 0)
+                                        return k;
+                        }
+                        return add_run(ctx, cpu, time, other_pid, other_tid);
+                }
+                if (c->n_runs == 0) {
+                        k = add_run(ctx, cpu, 0, other_pid, other_tid);
+                        if (k < 0)
+                                return k;
+                }
+                if (!has_tid)
+                        return 0;
+                return add_run(ctx, cpu, time, self_pid, self_tid);
+        }
+
+        /* Per-thread SWITCH: switch-in names the thread; after a switch-out
+         * we do not know who runs until the next switch-in. */
+        if (!has_tid)
+                return 0;
+        if (r->switch_.out)
+                return add_run(ctx, cpu, time, DECODE_PID_UNKNOWN, DECODE_PID_UNKNOWN);
+        return add_run(ctx, cpu, time, r->sid.pid, r->sid.tid);
+}
+
+static int handle_itrace_start(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        uint32_t cpu = (r->sid.sample_type & PERF_SAMPLE_CPU) ? r->sid.cpu : WILDCARD_CPU;
+
+        ctx->stats.itrace_starts++;
+        return add_run(ctx, cpu, time, r->itrace_start.pid, r->itrace_start.tid);
+}
+
+static int handle_text_poke(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        uint64_t addr = r->text_poke.addr;
+        uint16_t o = r->text_poke.old_len, n = r->text_poke.new_len;
+        DecodePoke *p;
+
+        ctx->stats.text_pokes++;
+        if ((o == 0 && n == 0) || addr + MAX(o, n) < addr)
+                return 0;
+        if (ctx->n_pokes >= DECODE_POKES_MAX) {
+                ctx->stats.text_pokes_dropped++;
+                return 0;
+        }
+        if (ctx->n_pokes == ctx->allocated_pokes) {
+                size_t na = ctx->allocated_pokes ? ctx->allocated_pokes * 2 : 16;
+                DecodePoke *l = reallocarray(ctx->pokes, na, sizeof(DecodePoke));
+                if (!l)
+                        return -ENOMEM;
+                ctx->pokes = l;
+                ctx->allocated_pokes = na;
+        }
+        p = &ctx->pokes[ctx->n_pokes];
+        *p = (DecodePoke){ .time = time, .addr = addr, .old_len = o, .new_len = n };
+        p->bytes = malloc((size_t) o + n);
+        if (!p->bytes)
+                return -ENOMEM;
+        memcpy(p->bytes, r->text_poke.old_bytes, o);
+        memcpy(p->bytes + o, r->text_poke.new_bytes, n);
+        ctx->n_pokes++;
+        return 0;
+}
+
+static int note_aux(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        DecodeCpuRuns *c;
+
+        if (!r->has_sample_id || !(r->sid.sample_type & PERF_SAMPLE_CPU) ||
+            !(r->sid.sample_type & PERF_SAMPLE_TIME))
+                return 0;
+        c = get_cpu(ctx, r->sid.cpu);
+        if (!c)
+                return -ENOMEM;
+        if (!c->has_aux || time > c->aux_time)
+                c->aux_time = time;
+        c->has_aux = true;
+        return 0;
+}
+
+static void note_error(DecodeContext *ctx, const char *stream, size_t offset, const char *what) {
+        if (ctx->first_error)
+                return;
+        if (asprintf(&ctx->first_error, "side-band %s: %s at offset %zu", stream, what, offset) < 0)
+                ctx->first_error = NULL;
+}
+
+static void parse_time_conv(DecodeContext *ctx, const uint8_t *p, size_t size) {
+        uint64_t v[5] = {};
+        size_t n = MIN((size - 8) / 8, (size_t) 5);
+
+        if (size < 8 + 3 * 8)
+                return;
+        memcpy(v, p + 8, n * 8);
+        if (v[0] >= 64 || v[1] == 0 || v[1] > UINT32_MAX)
+                return;
+        ctx->time_conv = (PerfTscConversion){
+                .time_shift = v[0],
+                .time_mult = v[1],
+                .time_zero = v[2],
+                .cap_user_time_zero = true,
+        };
+        /* The long form adds time_cycles, time_mask and the cap flags. */
+        if (size >= 8 + 6 * 8) {
+                uint8_t caps[2];
+                memcpy(caps, p + 8 + 5 * 8, 2);
+                if (caps[1] && v[4] != 0) {
+                        ctx->time_conv.cap_user_time_short = true;
+                        ctx->time_conv.time_cycles = v[3];
+                        ctx->time_conv.time_mask = v[4];
+                }
+        }
+        ctx->has_time_conv = true;
+}
+
+static int collect(DecodeContext *ctx, const DecodeSideband *sb, SbRecord **recs, size_t *n, size_t *allocated) {
+        PerfRecordStream s;
+        const void *p;
+        size_t size;
+        uint64_t last_time = 0;
+        int k;
+
+        perf_record_stream_init(&s, sb->data, sb->size);
+        for (;;) {
+                size_t offset = s.offset;
+                SbRecord *x;
+
+                k = perf_record_stream_next(&s, &p, &size);
+                if (k == 0)
+                        break;
+                if (k < 0) {
+                        ctx->stats.malformed++;
+                        note_error(ctx, sb->name, offset, "broken record framing, rest ignored");
+                        break;
+                }
+                ctx->stats.records++;
+                if (*n == *allocated) {
+                        size_t na = *allocated ? *allocated * 2 : 256;
+                        SbRecord *nr = reallocarray(*recs, na, sizeof(SbRecord));
+                        if (!nr)
+                                return -ENOMEM;
+                        *recs = nr;
+                        *allocated = na;
+                }
+                x = &(*recs)[*n];
+                k = perf_record_parse(p, size, sb->sample_type, sb->sample_id_all, &x->rec);
+                if (k == -EOPNOTSUPP) {
+                        if (x->rec.type == PERF_RECORD_USER_TIME_CONV)
+                                parse_time_conv(ctx, p, size);
+                        else
+                                ctx->stats.unknown++;
+                        continue;
+                }
+                if (k < 0) {
+                        ctx->stats.malformed++;
+                        note_error(ctx, sb->name, offset, "malformed record skipped");
+                        continue;
+                }
+                if (x->rec.has_sample_id && (x->rec.sid.sample_type & PERF_SAMPLE_TIME))
+                        last_time = x->rec.sid.time;
+                x->time = last_time;
+                x->seq = *n;
+                (*n)++;
+        }
+        return 0;
+}
+
+static int sbrecord_cmp(const void *a, const void *b) {
+        const SbRecord *x = a, *y = b;
+
+        if (x->time != y->time)
+                return x->time < y->time ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static int run_cmp(const void *a, const void *b) {
+        const DecodeRun *x = a, *y = b;
+        return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static int cpuruns_cmp(const void *a, const void *b) {
+        const DecodeCpuRuns *x = a, *y = b;
+        return x->cpu < y->cpu ? -1 : x->cpu > y->cpu;
+}
+
+int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        _cleanup_free_ SbRecord *recs = NULL;
+        size_t n = 0, allocated = 0;
+        int k;
+
+        ctx = calloc(1, sizeof(*ctx));
+        if (!ctx)
+                return -ENOMEM;
+
+        DECODE_FOREACH(sb, in->sidebands, in->n_sidebands) {
+                k = collect(ctx, sb, &recs, &n, &allocated);
+                if (k < 0)
+                        return k;
+        }
+        /* Streams are each in time order; several (primary/secondary) are
+         * merged. One stream (a bundle's) usually needs no sort at all. */
+        for (size_t i = 1; i < n; i++)
+                if (sbrecord_cmp(&recs[i - 1], &recs[i]) > 0) {
+                        qsort(recs, n, sizeof(SbRecord), sbrecord_cmp);
+                        break;
+                }
+
+        for (size_t i = 0; i < n; i++) {
+                const PerfRecord *r = &recs[i].rec;
+                uint64_t t = recs[i].time;
+
+                switch (r->type) {
+                case PERF_RECORD_MMAP:
+                case PERF_RECORD_MMAP2:
+                        k = handle_mmap(ctx, r, t);
+                        break;
+                case PERF_RECORD_FORK:
+                        k = handle_fork(ctx, r, t);
+                        break;
+                case PERF_RECORD_EXIT:
+                        k = handle_exit(ctx, r, t);
+                        break;
+                case PERF_RECORD_COMM:
+                        k = handle_comm(ctx, r, t);
+                        break;
+                case PERF_RECORD_SWITCH:
+                case PERF_RECORD_SWITCH_CPU_WIDE:
+                        k = handle_switch(ctx, r, t);
+                        break;
+                case PERF_RECORD_ITRACE_START:
+                        k = handle_itrace_start(ctx, r, t);
+                        break;
+                case PERF_RECORD_TEXT_POKE:
+                        k = handle_text_poke(ctx, r, t);
+                        break;
+                case PERF_RECORD_LOST:
+                        ctx->stats.lost_records++;
+                        ctx->stats.lost_events += r->lost.lost;
+                        k = 0;
+                        break;
+                case PERF_RECORD_AUX:
+                        if (r->aux.flags & PERF_AUX_FLAG_TRUNCATED)
+                                ctx->stats.aux_truncated++;
+                        if (r->aux.flags & PERF_AUX_FLAG_COLLISION)
+                                ctx->stats.aux_collision++;
+                        k = note_aux(ctx, r, t);
+                        break;
+                default:
+                        k = 0;
+                }
+                if (k < 0)
+                        return k;
+        }
+
+        DECODE_FOREACH(c, ctx->cpus, ctx->n_cpus) {
+                /* Stable enough: equal times keep record order since
+                 * records were processed in time order already. */
+                for (size_t i = 1; i < c->n_runs; i++)
+                        if (c->runs[i].time < c->runs[i - 1].time) {
+                                qsort(c->runs, c->n_runs, sizeof(DecodeRun), run_cmp);
+                                break;
+                        }
+        }
+        if (ctx->n_cpus > 0)
+                qsort(ctx->cpus, ctx->n_cpus, sizeof(DecodeCpuRuns), cpuruns_cmp);
+
+        *ret = TAKE_PTR(ctx);
+        return 0;
+}
+
+static const DecodeCpuRuns *find_cpu(const DecodeContext *ctx, uint32_t cpu) {
+        size_t lo = 0, hi = ctx->n_cpus;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (ctx->cpus[mid].cpu < cpu)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo < ctx->n_cpus && ctx->cpus[lo].cpu == cpu)
+                return &ctx->cpus[lo];
+        return NULL;
+}
+
+int decode_context_trace_end(const DecodeContext *ctx, uint32_t cpu, uint64_t *ret) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+
+        if (!c || !c->has_aux)
+                return -ENODATA;
+        *ret = c->aux_time;
+        return 0;
+}
+
+bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+        return c && c->n_runs > 0;
+}
+
+int decode_context_single_cpu(const DecodeContext *ctx, uint32_t *ret) {
+        const DecodeCpuRuns *found = NULL;
+
+        DECODE_FOREACH(c, ctx->cpus, ctx->n_cpus) {
+                if (c->n_runs == 0 || c->cpu == WILDCARD_CPU)
+                        continue;
+                if (found)
+                        return -ENOTUNIQ;
+                found = c;
+        }
+        if (!found)
+                return -ENOENT;
+        *ret = found->cpu;
+        return 0;
+}
+
+void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t *ret_pid,
+                              int32_t *ret_tid, uint64_t *ret_begin, uint64_t *ret_end) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+        size_t lo = 0, hi;
+
+        if (!c || c->n_runs == 0)
+                c = find_cpu(ctx, WILDCARD_CPU);
+        if (time == DECODE_TIME_UNKNOWN)
+                time = 0;
+        if (!c || c->n_runs == 0) {
+                *ret_pid = *ret_tid = DECODE_PID_UNKNOWN;
+                if (ret_begin)
+                        *ret_begin = 0;
+                if (ret_end)
+                        *ret_end = DECODE_TIME_INFINITY;
+                return;
+        }
+
+        /* The last run starting at or before time. Before the first run we
+         * take the first: the side-band's earliest word on this CPU is the
+         * best there is (a per-thread recording starts with its thread). */
+        hi = c->n_runs;
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (c->runs[mid].time <= time)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0) {
+                *ret_pid = c->runs[0].pid;
+                *ret_tid = c->runs[0].tid;
+                if (ret_begin)
+                        *ret_begin = 0;
+                if (ret_end)
+                        *ret_end = c->runs[0].time;
+                return;
+        }
+        *ret_pid = c->runs[lo - 1].pid;
+        *ret_tid = c->runs[lo - 1].tid;
+        if (ret_begin)
+                *ret_begin = c->runs[lo - 1].time;
+        if (ret_end)
+                *ret_end = lo < c->n_runs ? c->runs[lo].time : DECODE_TIME_INFINITY;
+}
+
+const char *decode_context_comm(const DecodeContext *ctx, int32_t tid, uint64_t time) {
+        const DecodeThread *t;
+        const char *best = NULL;
+
+        if (tid == 0)
+                return "swapper";
+        t = u64map_get(&ctx->threads, (uint32_t) tid);
+        if (!t || t->n_comms == 0)
+                return NULL;
+        for (size_t i = 0; i < t->n_comms; i++) {
+                if (t->comms[i].time > time && best)
+                        break;
+                best = t->comms[i].comm;
+        }
+        return best;
+}
+
+int32_t decode_context_pid_of(const DecodeContext *ctx, int32_t tid) {
+        const DecodeThread *t = u64map_get(&ctx->threads, (uint32_t) tid);
+        return t ? t->pid : DECODE_PID_UNKNOWN;
+}
+
+const DecodeProcess *decode_context_process(const DecodeContext *ctx, int32_t pid) {
+        if (pid < 0)
+                return NULL;
+        return u64map_get(&ctx->processes, (uint32_t) pid);
+}
+
+size_t decode_process_version_at(const DecodeProcess *p, uint64_t time, uint64_t *ret_begin, uint64_t *ret_end) {
+        size_t lo = 0, hi = p->n_versions;
+
+        if (time == DECODE_TIME_UNKNOWN) {
+                if (ret_begin)
+                        *ret_begin = DECODE_TIME_UNKNOWN;
+                if (ret_end)
+                        *ret_end = DECODE_TIME_INFINITY;
+                return DECODE_VERSION_ALL;
+        }
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (p->versions[mid] <= time)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        /* Version k (k >= 1) covers [versions[k-1], versions[k]); version 0
+         * is everything before the first change. */
+        if (ret_begin)
+                *ret_begin = lo == 0 ? 0 : p->versions[lo - 1];
+        if (ret_end)
+                *ret_end = lo < p->n_versions ? p->versions[lo] : DECODE_TIME_INFINITY;
+        return lo;
+}
+
+const DecodeMapping *decode_process_mapping_at(const DecodeProcess *p, uint64_t addr, uint64_t time,
+                                               bool *ret_exact) {
+        const DecodeMapping *best = NULL;
+        uint64_t best_dist = UINT64_MAX;
+
+        DECODE_FOREACH(m, p->maps, p->n_maps) {
+                uint64_t dist;
+
+                if (addr < m->start || addr >= m->end)
+                        continue;
+                if (time >= m->time_start && time < m->time_end) {
+                        if (ret_exact)
+                                *ret_exact = true;
+                        return m;
+                }
+                dist = time < m->time_start ? m->time_start - time : time - m->time_end;
+                if (dist < best_dist) {
+                        best_dist = dist;
+                        best = m;
+                }
+        }
+        if (ret_exact)
+                *ret_exact = false;
+        return best;
+}

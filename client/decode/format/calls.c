@@ -1,0 +1,560 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The stateful text formats.
+ *
+ * calls: one line per call, return, trace start/stop, interrupt, event and
+ * error, indented by call depth, per thread. Depth is kept per (CPU,
+ * thread) in the default CPU-by-CPU order (a thread's history on another
+ * CPU comes later in the output and must not disturb this one's) and per
+ * thread with --sort=time.
+ *
+ * folded: call stacks as "comm;outer;inner weight" lines for
+ * flamegraph.pl and speedscope, weighted by instructions (each record
+ * carries the instructions retired since the previous one) or by time.
+ * Stacks are reconstructed from calls and returns; what ran before the
+ * first call we see hangs below the function we first find the thread in.
+ */
+
+#include <inttypes.h>
+
+#include "client/decode/format/format.h"
+
+#define MAX_INDENT 64
+#define MAX_STACK 1024
+
+typedef struct CallThread {
+        int depth;
+} CallThread;
+
+typedef struct CallsState {
+        U64Map threads; /* key -> CallThread* */
+        /* The last record's thread and time, as rendered: consecutive
+         * lines mostly share them. */
+        CallThread *last_thread;
+        uint64_t last_key;
+        bool has_last_time;
+        uint8_t last_time_flags;
+        uint64_t last_tsc;
+        size_t last_time_len;
+        char last_time[48];
+} CallsState;
+
+static uint64_t thread_key(const Decoder *d, uint32_t cpu, int32_t tid) {
+        if (d->opts.sort_time)
+                return (uint32_t) tid;
+        return (uint64_t) cpu << 32 | (uint32_t) tid;
+}
+
+static int calls_begin(Decoder *d, void **ret) {
+        CallsState *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static void calls_free(void *p) {
+        CallsState *s = p;
+        void *v;
+
+        if (!s)
+                return;
+        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);)
+                free(v);
+        u64map_done(&s->threads);
+        free(s);
+}
+
+static CallThread *calls_thread(CallsState *s, uint64_t key) {
+        CallThread *t = u64map_get(&s->threads, key);
+
+        if (t)
+                return t;
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        if (u64map_put(&s->threads, key, t) < 0) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+/* The time as decode_put_reltime() writes it, from the last line when
+ * it had the same. */
+static int put_time(Decoder *d, CallsState *s, const DecodeRecord *r, Buffer *b) {
+        uint8_t flags = r->flags & DECODE_RECORD_HAS_TIME;
+        size_t start = b->size, n;
+
+        if (s->has_last_time && s->last_time_flags == flags && (!flags || s->last_tsc == r->tsc))
+                return buffer_append(b, s->last_time, s->last_time_len);
+        if (decode_put_reltime(d, r, b) < 0)
+                return -ENOMEM;
+        n = b->size - start;
+        s->has_last_time = n <= sizeof(s->last_time);
+        if (s->has_last_time) {
+                memcpy(s->last_time, b->data + start, n);
+                s->last_time_len = n;
+                s->last_time_flags = flags;
+                s->last_tsc = r->tsc;
+        }
+        return 0;
+}
+
+/* "time [cpu] comm/tid " and the indentation: written by hand, as this
+ * is most of every line. */
+static int put_prefix(Decoder *d, CallsState *s, const DecodeSegmentResult *seg, const DecodeRecord *r, int depth,
+                      Buffer *b) {
+        const char *comm = decoder_comm(d, r) ?: "?";
+        size_t comm_len = strlen(comm);
+        int indent = MIN(depth, MAX_INDENT);
+
+        if (put_time(d, s, r, b) < 0)
+                return -ENOMEM;
+        if (buffer_reserve(b, comm_len + 2 * (size_t) indent + 64 + DECODE_FAST_SLACK) < 0)
+                return -ENOMEM;
+        buf_str_fast(b, " [", 2);
+        if (seg->cpu < 100) /* %03u */
+                buf_str_fast(b, seg->cpu < 10 ? "00" : "0", seg->cpu < 10 ? 2 : 1);
+        buf_u64_fast(b, seg->cpu);
+        buf_str_fast(b, "] ", 2);
+        buf_str_fast(b, comm, comm_len);
+        b->data[b->size++] = '/';
+        buf_i64_fast(b, r->tid);
+        b->data[b->size++] = ' ';
+        if (depth > MAX_INDENT) {
+                b->data[b->size++] = '[';
+                buf_i64_fast(b, depth);
+                b->data[b->size++] = ']';
+        }
+        memset(b->data + b->size, ' ', 2 * (size_t) indent);
+        b->size += 2 * (size_t) indent;
+        return 0;
+}
+
+/* "name" for a function entry, "name+0xoff" elsewhere. */
+static int put_func(Decoder *d, const DecodeView *v, uint64_t addr, Buffer *b) {
+        const DecodeSymbol *s;
+
+        if (addr == 0)
+                return buf_putc(b, '?');
+        s = decode_sym(d, d->consumer, v, addr);
+        if (!s || !s->name)
+                return buf_printf(b, "0x%" PRIx64, addr);
+        if (buf_puts(b, s->name) < 0)
+                return -ENOMEM;
+        if (s->offset == 0)
+                return 0;
+        return buf_putc(b, '+') < 0 ? -ENOMEM : buf_hex(b, s->offset);
+}
+
+static int put_dso_change(Decoder *d, const DecodeRecord *r, Buffer *b) {
+        const DecodeSymbol *from = r->from ? decode_sym(d, d->consumer, r->view, r->from) : NULL;
+        const DecodeSymbol *to = decode_sym(d, d->consumer, r->view, r->to);
+
+        if (to && to->dso && (!from || !from->dso || !streq(from->dso, to->dso)))
+                return buf_printf(b, " (%s)", to->dso);
+        return 0;
+}
+
+static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
+                         Buffer *b) {
+        CallsState *s = state;
+        uint64_t key = thread_key(d, seg->cpu, r->tid);
+        CallThread *t = s->last_thread && s->last_key == key ? s->last_thread : calls_thread(s, key);
+
+        if (!t)
+                return -ENOMEM;
+        s->last_thread = t;
+        s->last_key = key;
+        switch (r->type) {
+        case DECODE_RECORD_BRANCH: {
+                DecodeBranchKind k = r->kind;
+
+                if (decode_branch_kind_is_call(k)) {
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
+                            put_func(d, r->view, r->to, b) < 0)
+                                return -ENOMEM;
+                        if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
+                            buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
+                                return -ENOMEM;
+                        if (put_dso_change(d, r, b) < 0)
+                                return -ENOMEM;
+                        t->depth = MIN(t->depth + 1, MAX_STACK);
+                } else if (decode_branch_kind_is_return(k)) {
+                        if (t->depth > 0)
+                                t->depth--;
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
+                            put_func(d, r->view, r->from, b) < 0)
+                                return -ENOMEM;
+                        if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
+                                return -ENOMEM;
+                } else if (k == DECODE_BRANCH_TR_START) {
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace start] ") < 0 ||
+                            put_func(d, r->view, r->to, b) < 0)
+                                return -ENOMEM;
+                } else if (k == DECODE_BRANCH_TR_END) {
+                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace stop] ") < 0 ||
+                            put_func(d, r->view, r->from, b) < 0)
+                                return -ENOMEM;
+                } else if (k == DECODE_BRANCH_OVF) {
+                        /* Calls and returns were lost: depth is unknown now. */
+                        t->depth = 0;
+                        if (put_prefix(d, s, seg, r, 0, b) < 0 || buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
+                            put_func(d, r->view, r->to, b) < 0)
+                                return -ENOMEM;
+                } else
+                        return 0; /* jumps are not calls */
+                return buf_putc(b, '\n');
+        }
+        case DECODE_RECORD_EVENT:
+                if (r->kind == DECODE_EVENT_PSB)
+                        return 0; /* packet-level detail; see --format=branches --events */
+                if (put_prefix(d, s, seg, r, t->depth, b) < 0 ||
+                    buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
+                    decode_put_event_payload(r, b) < 0)
+                        return -ENOMEM;
+                return buf_puts(b, "]\n");
+        case DECODE_RECORD_ERROR:
+                t->depth = 0;
+                if (put_prefix(d, s, seg, r, 0, b) < 0)
+                        return -ENOMEM;
+                return buf_printf(b, "[error at offset 0x%" PRIx64 ": %s]\n", r->payload,
+                                  strna(decode_record_string(seg, r)));
+        default:
+                return 0;
+        }
+}
+
+const DecodeFormatter decode_format_calls = {
+        .format = DECODE_FORMAT_CALLS,
+        .records = true,
+        .begin = calls_begin,
+        .consume = calls_consume,
+        .free_state = calls_free,
+};
+
+/* ------------------------------------------------------------------ */
+
+typedef struct FoldNode {
+        const char *name;
+        struct FoldNode *parent;
+        U64Map children; /* name pointer -> FoldNode* */
+        uint64_t weight;
+        unsigned depth;
+} FoldNode;
+
+typedef struct FoldThread {
+        FoldNode *cur;
+        FoldNode *root;
+} FoldThread;
+
+typedef struct FoldState {
+        StrPool names;
+        U64Map roots;   /* comm pointer -> FoldNode* */
+        U64Map threads; /* key -> FoldThread* */
+        FoldNode **all;
+        size_t n_all;
+        /* Per CPU: the thread whose code the instructions after the last
+         * record belong to, and that record's time. */
+        U64Map last_thread; /* cpu -> FoldThread* */
+        U64Map last_tsc;    /* cpu -> tsc + 1 */
+        /* Per CPU: the weight of events seen before their thread's first
+         * branch, for the function that branch leaves. */
+        U64Map pending_weight; /* cpu -> weight */
+} FoldState;
+
+static int fold_begin(Decoder *d, void **ret) {
+        FoldState *s = calloc(1, sizeof(*s));
+
+        if (!s)
+                return -ENOMEM;
+        *ret = s;
+        return 0;
+}
+
+static void fold_free(void *p) {
+        FoldState *s = p;
+        void *v;
+
+        if (!s)
+                return;
+        for (size_t i = 0; i < s->n_all; i++) {
+                u64map_done(&s->all[i]->children);
+                free(s->all[i]);
+        }
+        free(s->all);
+        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);)
+                free(v);
+        u64map_done(&s->threads);
+        u64map_done(&s->roots);
+        u64map_done(&s->last_thread);
+        u64map_done(&s->last_tsc);
+        u64map_done(&s->pending_weight);
+        strpool_done(&s->names);
+        free(s);
+}
+
+static FoldNode *fold_node(FoldState *s, FoldNode *parent, const char *name) {
+        FoldNode *n, **l;
+
+        if (parent) {
+                n = u64map_get(&parent->children, (uint64_t) (uintptr_t) name);
+                if (n)
+                        return n;
+        }
+        l = reallocarray(s->all, s->n_all + 1, sizeof(FoldNode *));
+        if (!l)
+                return NULL;
+        s->all = l;
+        n = calloc(1, sizeof(*n));
+        if (!n)
+                return NULL;
+        s->all[s->n_all++] = n;
+        n->name = name;
+        n->parent = parent;
+        n->depth = parent ? parent->depth + 1 : 0;
+        if (parent && u64map_put(&parent->children, (uint64_t) (uintptr_t) name, n) < 0)
+                return NULL;
+        return n;
+}
+
+static const char *frame_name(Decoder *d, FoldState *s, const DecodeView *v, uint64_t addr) {
+        const DecodeSymbol *sym = addr ? decode_sym(d, d->consumer, v, addr) : NULL;
+        const char *n;
+
+        if (sym && sym->name)
+                n = sym->name;
+        else if (sym && sym->dso)
+                n = sym->dso;
+        else
+                n = "[unknown]";
+        /* Frame names must not contain the separator. */
+        if (strchr(n, ';')) {
+                _cleanup_free_ char *c = strdup(n);
+                if (!c)
+                        return NULL;
+                for (char *p = c; *p; p++)
+                        if (*p == ';')
+                                *p = ':';
+                return strpool_intern(&s->names, c, strlen(c));
+        }
+        return strpool_intern(&s->names, n, strlen(n));
+}
+
+static FoldThread *fold_thread(Decoder *d, FoldState *s, const DecodeSegmentResult *seg, const DecodeRecord *r) {
+        uint64_t key = thread_key(d, seg->cpu, r->tid);
+        FoldThread *t = u64map_get(&s->threads, key);
+        const char *comm;
+        FoldNode *root;
+
+        if (t)
+                return t;
+        comm = decoder_comm(d, r);
+        if (!comm)
+                comm = r->tid == DECODE_PID_UNKNOWN ? "[unknown]" : "[tid]";
+        comm = strpool_intern(&s->names, comm, strlen(comm));
+        if (!comm)
+                return NULL;
+        root = u64map_get(&s->roots, (uint64_t) (uintptr_t) comm);
+        if (!root) {
+                root = fold_node(s, NULL, comm);
+                if (!root || u64map_put(&s->roots, (uint64_t) (uintptr_t) comm, root) < 0)
+                        return NULL;
+        }
+        t = calloc(1, sizeof(*t));
+        if (!t)
+                return NULL;
+        t->root = t->cur = root;
+        if (u64map_put(&s->threads, key, t) < 0) {
+                free(t);
+                return NULL;
+        }
+        return t;
+}
+
+static int fold_push(Decoder *d, FoldState *s, FoldThread *t, const DecodeView *v, uint64_t addr) {
+        const char *name = frame_name(d, s, v, addr);
+        FoldNode *n;
+
+        if (!name)
+                return -ENOMEM;
+        if (t->cur->depth >= MAX_STACK)
+                return 0;
+        n = fold_node(s, t->cur, name);
+        if (!n)
+                return -ENOMEM;
+        t->cur = n;
+        return 0;
+}
+
+static uint64_t fold_weight(Decoder *d, FoldState *s, uint32_t cpu, const DecodeRecord *r) {
+        uint64_t prev, ns = 0;
+
+        if (d->opts.weight == DECODE_WEIGHT_INSN)
+                return r->ninsn;
+        if (!(r->flags & DECODE_RECORD_HAS_TIME))
+                return 0;
+        prev = (uint64_t) (uintptr_t) u64map_get(&s->last_tsc, cpu);
+        (void) u64map_put(&s->last_tsc, cpu, (void *) (uintptr_t) (r->tsc + 1));
+        if (prev == 0 || r->tsc + 1 <= prev)
+                return 0;
+        if (decode_clock_ticks_to_ns(&d->clock, r->tsc + 1 - prev, &ns) < 0)
+                ns = r->tsc + 1 - prev;
+        return ns;
+}
+
+static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
+                        Buffer *b) {
+        FoldState *s = state;
+        FoldThread *t;
+        uint64_t w, pending;
+        int k;
+
+        if (r->type == DECODE_RECORD_BLOCK)
+                return 0;
+
+        /* An event (a PSB, a CBR change, a PTWRITE...) carries the
+         * instructions retired since the previous record like a branch does:
+         * they ran in the function we are in. Dropping them would make the
+         * weights depend on where segments start (at a segment's first PSB
+         * those instructions are the previous segment's tail instead). An
+         * event does not start a thread's stack, though: a thread is named
+         * by its first branch (an exec's COMM may come between the two), so
+         * before that the weight waits for it. */
+        if (r->type == DECODE_RECORD_EVENT) {
+                w = fold_weight(d, s, seg->cpu, r);
+                t = u64map_get(&s->threads, thread_key(d, seg->cpu, r->tid));
+                if (t)
+                        t->cur->weight += w;
+                else if (w > 0 &&
+                         u64map_put(&s->pending_weight, seg->cpu,
+                                    (void *) (uintptr_t) ((uint64_t) (uintptr_t) u64map_get(&s->pending_weight,
+                                                                                            seg->cpu) + w)) < 0)
+                        return -ENOMEM;
+                return 0;
+        }
+        t = fold_thread(d, s, seg, r);
+        if (!t)
+                return -ENOMEM;
+        (void) u64map_put(&s->last_thread, seg->cpu, t);
+
+        /* The code before this record ran in the function we were in; if
+         * we do not know it yet, the record's own address tells. */
+        if (t->cur == t->root && r->type == DECODE_RECORD_BRANCH && r->from != 0) {
+                k = fold_push(d, s, t, r->view, r->from);
+                if (k < 0)
+                        return k;
+        }
+        w = fold_weight(d, s, seg->cpu, r);
+        pending = (uint64_t) (uintptr_t) u64map_get(&s->pending_weight, seg->cpu);
+        if (pending > 0) {
+                w += pending;
+                (void) u64map_put(&s->pending_weight, seg->cpu, NULL); /* an existing key: cannot fail */
+        }
+        t->cur->weight += w;
+
+        if (r->type == DECODE_RECORD_ERROR) {
+                t->cur = t->root;
+                return 0;
+        }
+        if (decode_branch_kind_is_call(r->kind))
+                return fold_push(d, s, t, r->view, r->to);
+        if (decode_branch_kind_is_return(r->kind)) {
+                if (t->cur->parent && t->cur->parent != t->root) {
+                        t->cur = t->cur->parent;
+                        return 0;
+                }
+                /* Returned past what we saw: the caller becomes the base. */
+                t->cur = t->root;
+                return fold_push(d, s, t, r->view, r->to);
+        }
+        if (r->kind == DECODE_BRANCH_OVF || r->kind == DECODE_BRANCH_TR_START) {
+                if (r->kind == DECODE_BRANCH_OVF)
+                        t->cur = t->root;
+                if (t->cur == t->root && r->to != 0)
+                        return fold_push(d, s, t, r->view, r->to);
+        }
+        return 0;
+}
+
+static int fold_segment_end(Decoder *d, void *state, const DecodeSegmentResult *seg, Buffer *b) {
+        FoldState *s = state;
+        FoldThread *t = u64map_get(&s->last_thread, seg->cpu);
+
+        /* Instructions after the segment's last record. */
+        if (t && d->opts.weight == DECODE_WEIGHT_INSN)
+                t->cur->weight += seg->tail_ninsn;
+        return 0;
+}
+
+typedef struct FoldLine {
+        char *stack;
+        uint64_t weight;
+} FoldLine;
+
+static int foldline_cmp(const void *a, const void *b) {
+        return strcmp(((const FoldLine *) a)->stack, ((const FoldLine *) b)->stack);
+}
+
+static int fold_end(Decoder *d, void *state, Buffer *b) {
+        FoldState *s = state;
+        FoldLine *lines = NULL;
+        size_t n = 0;
+        int r = 0;
+
+        lines = calloc(s->n_all ?: 1, sizeof(FoldLine));
+        if (!lines)
+                return -ENOMEM;
+        for (size_t i = 0; i < s->n_all; i++) {
+                FoldNode *node = s->all[i];
+                const FoldNode *p;
+                Buffer stack = BUFFER_NULL;
+                const char **names;
+                size_t k = 0;
+
+                if (node->weight == 0)
+                        continue;
+                names = calloc(node->depth + 1, sizeof(char *));
+                if (!names) {
+                        r = -ENOMEM;
+                        goto finish;
+                }
+                for (p = node; p; p = p->parent)
+                        names[k++] = p->name;
+                for (size_t j = k; j > 0; j--)
+                        if ((j < k && buf_putc(&stack, ';') < 0) || buf_puts(&stack, names[j - 1]) < 0 ||
+                            (j == 1 && buf_putc(&stack, 0) < 0)) {
+                                free(names);
+                                buffer_done(&stack);
+                                r = -ENOMEM;
+                                goto finish;
+                        }
+                free(names);
+                lines[n].stack = (char *) buffer_steal(&stack, NULL);
+                lines[n++].weight = node->weight;
+        }
+        qsort(lines, n, sizeof(FoldLine), foldline_cmp);
+        for (size_t i = 0; i < n; i++)
+                if (buf_printf(b, "%s %" PRIu64 "\n", lines[i].stack, lines[i].weight) < 0) {
+                        r = -ENOMEM;
+                        break;
+                }
+finish:
+        for (size_t i = 0; i < n; i++)
+                free(lines[i].stack);
+        free(lines);
+        return r;
+}
+
+const DecodeFormatter decode_format_folded = {
+        .format = DECODE_FORMAT_FOLDED,
+        .records = true,
+        .begin = fold_begin,
+        .consume = fold_consume,
+        .segment_end = fold_segment_end,
+        .end = fold_end,
+        .free_state = fold_free,
+};

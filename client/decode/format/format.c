@@ -1,0 +1,160 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <inttypes.h>
+
+#include "client/decode/format/format.h"
+#include "common/basic/time-util.h"
+
+const DecodeFormatter *decode_formatter_get(DecodeFormat f) {
+        switch (f) {
+        case DECODE_FORMAT_CALLS:
+                return &decode_format_calls;
+        case DECODE_FORMAT_BRANCHES:
+                return &decode_format_branches;
+        case DECODE_FORMAT_INSN:
+                return &decode_format_insn;
+        case DECODE_FORMAT_PERFETTO:
+                return &decode_format_perfetto;
+        case DECODE_FORMAT_FOLDED:
+                return &decode_format_folded;
+        case DECODE_FORMAT_JSON:
+                return &decode_format_json;
+        case DECODE_FORMAT_SUMMARY:
+                return &decode_format_summary;
+        default:
+                return NULL;
+        }
+}
+
+int decode_put_time(const Decoder *d, const DecodeRecord *r, Buffer *b) {
+        uint64_t t;
+
+        if (!(r->flags & DECODE_RECORD_HAS_TIME))
+                return buf_putc(b, '-');
+        t = decode_clock_time(&d->clock, r->tsc);
+        if (!d->clock.has_conversion)
+                return buf_u64(b, t); /* TSC ticks: no conversion known */
+        if (buf_u64(b, t / NSEC_PER_SEC) < 0 || buf_putc(b, '.') < 0)
+                return -ENOMEM;
+        return buf_printf(b, "%09" PRIu64, t % NSEC_PER_SEC);
+}
+
+int decode_put_reltime(const Decoder *d, const DecodeRecord *r, Buffer *b) {
+        uint64_t t, ns;
+        bool neg;
+
+        if (!(r->flags & DECODE_RECORD_HAS_TIME) || !d->has_trigger)
+                return decode_put_time(d, r, b);
+        neg = r->tsc < d->trigger_tsc;
+        if (decode_clock_ticks_to_ns(&d->clock, neg ? d->trigger_tsc - r->tsc : r->tsc - d->trigger_tsc, &ns) < 0)
+                return decode_put_time(d, r, b);
+        t = ns;
+        return buf_printf(b, "%c%" PRIu64 ".%06" PRIu64 "ms", neg ? '-' : '+', t / 1000000, t % 1000000);
+}
+
+const DecodeSymbol *decode_sym(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_t addr) {
+        return decode_sym_cached(d->symbols, &w->syms, v, addr);
+}
+
+int decode_put_sym(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_t addr, Buffer *b) {
+        const DecodeSymbol *s;
+
+        if (addr == 0)
+                return buf_putc(b, '-');
+        s = decode_sym(d, w, v, addr);
+        if (!s || !s->name)
+                return buf_puts(b, "[unknown]");
+        if (buf_puts(b, s->name) < 0 || buf_putc(b, '+') < 0)
+                return -ENOMEM;
+        return buf_hex(b, s->offset);
+}
+
+static int put_ip(const DecodeRecord *r, Buffer *b, bool space) {
+        if (!(r->flags & DECODE_RECORD_HAS_IP))
+                return 0;
+        if (space && buf_putc(b, ' ') < 0)
+                return -ENOMEM;
+        if (buf_puts(b, "ip=") < 0)
+                return -ENOMEM;
+        return buf_hex(b, r->from);
+}
+
+int decode_put_event_payload(const DecodeRecord *r, Buffer *b) {
+        switch (r->kind) {
+        case DECODE_EVENT_PTW:
+                if (buf_hex(b, r->payload) < 0)
+                        return -ENOMEM;
+                return put_ip(r, b, true);
+        case DECODE_EVENT_CBR:
+                return buf_u64(b, r->payload);
+        case DECODE_EVENT_MWAIT:
+                if (buf_printf(b, "hints=0x%" PRIx64 " ext=0x%" PRIx64, r->payload, r->payload2) < 0)
+                        return -ENOMEM;
+                return put_ip(r, b, true);
+        case DECODE_EVENT_PWRE:
+                /* C-state.sub-state, as the synthesizer's events truth writes it. */
+                return buf_printf(b, "c%" PRIu64 ".%" PRIu64 "%s", r->payload, r->payload2,
+                                  r->flags & DECODE_RECORD_PWRE_HW ? " hw" : "");
+        case DECODE_EVENT_PWRX:
+                return buf_printf(b, "last=c%" PRIu64 " deepest=c%" PRIu64 "%s%s%s", r->payload, r->payload2,
+                                  r->flags & DECODE_RECORD_PWRX_INTERRUPT ? " int" : "",
+                                  r->flags & DECODE_RECORD_PWRX_STORE ? " store" : "",
+                                  r->flags & DECODE_RECORD_PWRX_AUTONOMOUS ? " autonomous" : "");
+        case DECODE_EVENT_PSB:
+                return buf_hex(b, r->payload); /* trace offset of the PSB */
+        case DECODE_EVENT_EXSTOP:
+        case DECODE_EVENT_TSX_BEGIN:
+        case DECODE_EVENT_TSX_COMMIT:
+        case DECODE_EVENT_TSX_ABORT:
+                if (!(r->flags & DECODE_RECORD_HAS_IP))
+                        return buf_putc(b, '-');
+                return put_ip(r, b, false);
+        default:
+                return buf_putc(b, '-');
+        }
+}
+
+int decode_put_ipc(const Decoder *d, DecodeRenderState *rs, const DecodeRecord *r, Buffer *b) {
+        uint64_t ticks, cycles;
+
+        rs->insns += r->ninsn;
+        if (r->type == DECODE_RECORD_ERROR ||
+            (r->type == DECODE_RECORD_BRANCH && (r->kind == DECODE_BRANCH_TR_START || r->kind == DECODE_BRANCH_OVF)))
+                /* Cycles while tracing was off or data was lost are not the
+                 * traced code's: start counting afresh. */
+                rs->has_last = false;
+        if (!d->want_ipc || !(r->flags & DECODE_RECORD_HAS_TIME))
+                return buf_putc(b, '-');
+        if (!rs->has_last || r->tsc <= rs->last_tsc) {
+                if (!rs->has_last) {
+                        rs->has_last = true;
+                        rs->last_tsc = r->tsc;
+                        rs->insns = 0;
+                }
+                return buf_putc(b, '-');
+        }
+        /* TSC ticks at the nominal frequency; the core ran at cbr/nom of it. */
+        ticks = r->tsc - rs->last_tsc;
+        cycles = d->clock.nom_freq > 0 && r->cbr > 0 ? ticks * r->cbr / d->clock.nom_freq : ticks;
+        rs->last_tsc = r->tsc;
+        if (cycles == 0)
+                return buf_putc(b, '-');
+        {
+                uint64_t insns = rs->insns;
+                rs->insns = 0;
+                return buf_printf(b, "IPC:%.2f(%" PRIu64 "/%" PRIu64 ")", (double) insns / (double) cycles, insns,
+                                  cycles);
+        }
+}
+
+double decode_record_time_us(const Decoder *d, const DecodeRecord *r) {
+        uint64_t t = decode_clock_time(&d->clock, r->tsc);
+
+        if (!d->clock.has_conversion) {
+                uint64_t ns;
+                if (decode_clock_ticks_to_ns(&d->clock, r->tsc, &ns) >= 0)
+                        return (double) ns / 1000.0;
+                return (double) t; /* ticks: at least monotonic */
+        }
+        return (double) t / 1000.0;
+}

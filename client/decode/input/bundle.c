@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * A DecodeInput from a bundle (ptraced-bundle(5)), through the one bundle
+ * reader in common/. Trace and side-band members are read into memory;
+ * images (and the kernel image) go into memory files whose
+ * /proc/self/fd/N path libipt and libdw open like any file, so nothing
+ * from the bundle ever touches the file system.
+ */
+
+#include <inttypes.h>
+#include <stdio.h>
+
+#include "common/bundle/bundle.h"
+#include "client/decode/input/bundle.h"
+
+static int fd_path(int fd, char **ret) {
+        return asprintf(ret, "/proc/self/fd/%d", fd) < 0 ? -ENOMEM : 0;
+}
+
+static int member_image(BundleReader *br, const char *member, DecodeImage *img, char **ret_error) {
+        int fd = -EBADF, r;
+
+        r = bundle_reader_member_memfd(br, member, &fd, ret_error);
+        if (r < 0)
+                return r;
+        img->fd = fd;
+        return fd_path(fd, &img->path);
+}
+
+static int set_note(DecodeInput *in, const char *what, const char *member, char **error) {
+        int r = decode_input_add_note(in, "%s (%s): %s", what, member, *error ?: "unreadable");
+
+        *error = mfree(*error);
+        return r;
+}
+
+int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_error) {
+        _cleanup_(bundle_reader_freep) BundleReader *br = NULL;
+        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
+        _cleanup_free_ char *desc = NULL;
+        const BundleManifest *m;
+        int r;
+
+        r = bundle_reader_open(path, NULL, &br, ret_error);
+        if (r < 0)
+                return r;
+        m = bundle_reader_manifest(br);
+
+        if (asprintf(&desc, "bundle %s", path) < 0)
+                return -ENOMEM;
+        r = decode_input_new(desc, &in);
+        if (r < 0)
+                return r;
+
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                const BundleCpu *c = &m->cpus[i];
+                _cleanup_free_ char *error = NULL;
+                void *data = NULL;
+                size_t size = 0;
+
+                if (c->error)
+                        (void) decode_input_add_note(in, "cpu %" PRIu32 ": %s", c->cpu, c->error);
+                if (!c->member)
+                        continue;
+                r = bundle_reader_read_member(br, c->member, &data, &size, &error);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        /* One bad member costs that CPU, not the decode. */
+                        r = set_note(in, "cpu trace unusable", c->member, &error);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                r = decode_input_add_cpu_data(in, c->cpu, c->member, data, size, true);
+                if (r < 0) {
+                        free(data);
+                        if (r == -ENOMEM)
+                                return r;
+                        (void) decode_input_add_note(in, "cpu %" PRIu32 ": trace ignored: %s", c->cpu, strerror(-r));
+                }
+        }
+
+        if (m->sideband.member) {
+                _cleanup_free_ char *error = NULL;
+                void *data = NULL;
+                size_t size = 0;
+
+                r = bundle_reader_read_member(br, m->sideband.member, &data, &size, &error);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        r = set_note(in, "side-band unusable", m->sideband.member, &error);
+                        if (r < 0)
+                                return r;
+                } else {
+                        r = decode_input_add_sideband_data(in, m->sideband.member, data, size, true,
+                                                           m->sideband.sample_type, m->sideband.sample_id_all);
+                        if (r < 0) {
+                                free(data);
+                                return r;
+                        }
+                }
+        }
+
+        if (m->kernel.kcore_member) {
+                _cleanup_free_ char *error = NULL;
+                DecodeImage img = { .fd = -EBADF, .kind = DECODE_IMAGE_ELF, .kernel = true };
+
+                r = member_image(br, m->kernel.kcore_member, &img, &error);
+                if (r >= 0) {
+                        img.name = strdup("[kernel.kallsyms]");
+                        r = img.name ? decode_input_add_image(in, &img) : -ENOMEM;
+                }
+                decode_image_done(&img);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        r = set_note(in, "kernel image unusable", m->kernel.kcore_member, &error);
+                        if (r < 0)
+                                return r;
+                }
+        } else {
+                in->kernel_absent_reason = strdup(m->kernel.kcore_absent_reason ?: "the bundle has none");
+                if (!in->kernel_absent_reason)
+                        return -ENOMEM;
+        }
+        if (m->kernel.kallsyms_member) {
+                _cleanup_free_ char *error = NULL;
+                void *data = NULL;
+                size_t size = 0;
+
+                r = bundle_reader_read_member(br, m->kernel.kallsyms_member, &data, &size, &error);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        r = set_note(in, "kallsyms unusable", m->kernel.kallsyms_member, &error);
+                        if (r < 0)
+                                return r;
+                } else
+                        decode_input_set_kallsyms(in, data, size);
+        }
+
+        for (size_t i = 0; i < m->n_images; i++) {
+                const BundleImage *bi = &m->images[i];
+                _cleanup_free_ char *error = NULL;
+                DecodeImage img = { .fd = -EBADF };
+                size_t n = 0;
+
+                if (!bi->member) {
+                        r = decode_input_add_missing(in, bi->build_id, bi->build_id_size,
+                                                     (const char *const *) bi->paths, bi->missing_reason);
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                img.kind = DECODE_IMAGE_ELF;
+                img.vdso = bi->kind == BUNDLE_IMAGE_VDSO;
+                img.build_id_size = MIN(bi->build_id_size, (size_t) DECODE_BUILD_ID_MAX);
+                memcpy(img.build_id, bi->build_id, img.build_id_size);
+                r = member_image(br, bi->member, &img, &error);
+                if (r == -ENOMEM) {
+                        decode_image_done(&img);
+                        return r;
+                }
+                if (r < 0) {
+                        decode_image_done(&img);
+                        r = decode_input_add_missing(in, bi->build_id, bi->build_id_size,
+                                                     (const char *const *) bi->paths, error ?: "unreadable member");
+                        if (r < 0)
+                                return r;
+                        continue;
+                }
+                img.name = strdup(bi->paths && bi->paths[0] ? bi->paths[0] : bi->member);
+                while (bi->paths && bi->paths[n])
+                        n++;
+                img.match_paths = calloc(n + 1, sizeof(char *));
+                if (!img.name || !img.match_paths) {
+                        decode_image_done(&img);
+                        return -ENOMEM;
+                }
+                for (size_t k = 0; k < n; k++)
+                        if (!(img.match_paths[k] = strdup(bi->paths[k]))) {
+                                decode_image_done(&img);
+                                return -ENOMEM;
+                        }
+                r = decode_input_add_image(in, &img);
+                decode_image_done(&img);
+                if (r < 0)
+                        return r;
+        }
+
+        for (size_t i = 0; i < m->n_jit; i++) {
+                const BundleJit *j = &m->jit[i];
+                _cleanup_free_ char *error = NULL;
+                DecodeImage img = {
+                        .fd = -EBADF,
+                        .kind = DECODE_IMAGE_RAW,
+                        .has_addr = true,
+                        .addr = j->addr,
+                        .has_pid = true,
+                        .pid = j->pid,
+                };
+
+                r = member_image(br, j->member, &img, &error);
+                if (r >= 0) {
+                        img.name = strdup(j->member);
+                        r = img.name ? decode_input_add_image(in, &img) : -ENOMEM;
+                }
+                decode_image_done(&img);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        r = set_note(in, "JIT memory unusable", j->member, &error);
+                        if (r < 0)
+                                return r;
+                }
+        }
+
+        if (m->cpuid.family > 0 && (!m->cpuid.vendor || streq(m->cpuid.vendor, "GenuineIntel"))) {
+                in->cpu_model = (DecodeCpuModel){
+                        .known = m->cpuid.family <= UINT16_MAX && m->cpuid.model <= UINT8_MAX &&
+                                 m->cpuid.stepping <= UINT8_MAX,
+                        .family = (uint16_t) m->cpuid.family,
+                        .model = (uint8_t) m->cpuid.model,
+                        .stepping = (uint8_t) m->cpuid.stepping,
+                };
+        }
+        if (m->tsc.conversion.time_mult != 0 && m->tsc.conversion.time_shift < 64) {
+                in->has_tsc_conversion = true;
+                in->tsc_conversion = m->tsc.conversion;
+        }
+        in->traced = decode_traced_from_config(m->pmu.config_text);
+        in->cpuid_15_eax = m->tsc.cpuid_15_eax;
+        in->cpuid_15_ebx = m->tsc.cpuid_15_ebx;
+        in->nom_freq = m->tsc.nominal_freq <= UINT8_MAX ? (uint8_t) m->tsc.nominal_freq : 0;
+        in->mtc_freq = m->tsc.mtc_freq <= 15 ? (uint8_t) m->tsc.mtc_freq : 0;
+        if (m->trigger.perf_time > 0) {
+                in->has_trigger = true;
+                in->trigger_time = m->trigger.perf_time;
+        }
+        if (m->simulated)
+                (void) decode_input_add_note(in, "this bundle was simulated (%s)", strna(m->generator));
+
+        *ret = TAKE_PTR(in);
+        return 0;
+}

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What the decoder needs, independent of where it came from: per-CPU trace
+ * bytes, side-band records, images and the facts that configure libipt
+ * (CPU model, MTC/CYC frequencies, TSC conversion) and relate trace time
+ * to perf time and the trigger.
+ *
+ * Two producers fill it: raw mode (client/decode/input/raw.c: ptxed-like
+ * --pt/--image/--raw-image/--sideband options) and bundles
+ * (client/decode/input/bundle.c). Everything downstream (index, context, images,
+ * workers, formats) reads only this structure, so a bug fixed for one
+ * source is fixed for both.
+ *
+ * Ownership: the input owns every buffer, string and file descriptor it
+ * holds; decode_input_free() releases them.
+ */
+
+#include "common/basic/macro.h"
+#include "common/perf/sys.h"
+
+#define DECODE_BUILD_ID_MAX 20
+/* Bounds for what raw mode and bundles may hand us. */
+#define DECODE_MAX_CPUS 8192U
+#define DECODE_MAX_IMAGES 65536U
+#define DECODE_MAX_TRACE_SIZE (UINT64_C(64) << 30)
+#define DECODE_MAX_SIDEBAND_SIZE (UINT64_C(4) << 30)
+#define DECODE_MAX_KALLSYMS_SIZE (UINT64_C(256) << 20)
+
+typedef struct DecodeCpuTrace {
+        uint32_t cpu;
+        bool cpu_unspecified; /* raw mode without --pt-cpu: the side-band may say which CPU it is */
+        const uint8_t *data;
+        size_t size;
+        char *name;        /* where it came from: file path or bundle member */
+        void *map;         /* munmap() on free, or NULL */
+        size_t map_size;
+        void *heap;        /* free() on free, or NULL */
+} DecodeCpuTrace;
+
+typedef struct DecodeSideband {
+        const uint8_t *data;
+        size_t size;
+        uint64_t sample_type; /* of the sample_id trailer */
+        bool sample_id_all;
+        char *name;
+        void *map;
+        size_t map_size;
+        void *heap;
+} DecodeSideband;
+
+typedef enum DecodeImageKind {
+        DECODE_IMAGE_ELF, /* executable PT_LOAD segments of an ELF file */
+        DECODE_IMAGE_RAW, /* the whole file as bytes at an address */
+} DecodeImageKind;
+
+typedef struct DecodeImage {
+        DecodeImageKind kind;
+        char *path;  /* what to open; may be /proc/self/fd/N for a memfd */
+        char *name;  /* what to show and match side-band file names against */
+        int fd;      /* kept open for memfd-backed images, else -EBADF */
+        uint8_t build_id[DECODE_BUILD_ID_MAX];
+        size_t build_id_size; /* 0 = unknown (read from the ELF note when loading) */
+        /* Side-band file names this image stands for (NULL-terminated), in
+         * addition to name. */
+        char **match_paths;
+        bool has_addr; /* placed at addr in every address space (ptxed's --elf file:base / --raw) */
+        uint64_t addr;
+        bool has_pid;  /* only in this process's address space (JIT memory) */
+        uint32_t pid;
+        bool kernel;   /* kernel text (kcore-like ELF): placed at its own addresses everywhere */
+        bool vdso;     /* captured vDSO: matches "[vdso]" mappings */
+} DecodeImage;
+
+/* An image the producer knows was wanted but could not provide; named in
+ * "no image" errors so the user learns why. */
+typedef struct DecodeMissingImage {
+        uint8_t build_id[DECODE_BUILD_ID_MAX];
+        size_t build_id_size;
+        char **paths;
+        char *reason;
+} DecodeMissingImage;
+
+typedef struct DecodeCpuModel {
+        bool known;
+        uint16_t family;
+        uint8_t model, stepping;
+} DecodeCpuModel;
+
+/* Which privilege levels the trace covers, as recorded ("/u", "/k"). */
+typedef enum DecodeTraced {
+        DECODE_TRACED_UNKNOWN, /* raw traces: the decoder looks at the trace */
+        DECODE_TRACED_USER,
+        DECODE_TRACED_KERNEL,
+        DECODE_TRACED_BOTH,
+} DecodeTraced;
+
+/* From perf's event syntax "intel_pt/.../u": the modifiers after the last
+ * slash (none, or both u and k: both). */
+DecodeTraced decode_traced_from_config(const char *config_text);
+
+typedef struct DecodeInput {
+        char *description; /* "raw trace pt.bin", "bundle /var/lib/..." */
+
+        DecodeCpuTrace *cpus; /* sorted by cpu, unique */
+        size_t n_cpus;
+
+        DecodeSideband *sidebands;
+        size_t n_sidebands;
+
+        DecodeImage *images;
+        size_t n_images;
+        DecodeMissingImage *missing;
+        size_t n_missing;
+
+        char *kallsyms; /* /proc/kallsyms text, NUL-terminated, or NULL */
+        size_t kallsyms_size;
+        char *kernel_absent_reason; /* why there is no kernel image, or NULL */
+
+        DecodeCpuModel cpu_model;
+        DecodeTraced traced;
+        uint8_t mtc_freq, nom_freq;
+        uint32_t cpuid_15_eax, cpuid_15_ebx;
+
+        bool has_tsc_conversion;
+        PerfTscConversion tsc_conversion;
+
+        bool has_trigger;
+        uint64_t trigger_time; /* perf time, ns */
+
+        char **notes; /* NULL-terminated facts worth telling the user (missing images...) */
+} DecodeInput;
+
+int decode_input_new(const char *description, DecodeInput **ret);
+DecodeInput *decode_input_free(DecodeInput *in);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeInput *, decode_input_free);
+
+/* Trace bytes of one CPU. _file maps the file read-only; _data takes
+ * ownership of heap memory (free()d later) when heap is true. -EEXIST when
+ * the CPU already has a trace, -EFBIG beyond DECODE_MAX_TRACE_SIZE. */
+int decode_input_add_cpu_file(DecodeInput *in, uint32_t cpu, const char *path, char **ret_error);
+int decode_input_add_cpu_data(DecodeInput *in, uint32_t cpu, const char *name, void *data, size_t size,
+                              bool heap);
+
+int decode_input_add_sideband_file(DecodeInput *in, const char *path, uint64_t sample_type, bool sample_id_all,
+                                   char **ret_error);
+int decode_input_add_sideband_data(DecodeInput *in, const char *name, void *data, size_t size, bool heap,
+                                   uint64_t sample_type, bool sample_id_all);
+
+/* Append an image; the input takes the strings and fd in *img (they are
+ * moved out and img is zeroed). */
+int decode_input_add_image(DecodeInput *in, DecodeImage *img);
+int decode_input_add_missing(DecodeInput *in, const uint8_t *build_id, size_t build_id_size,
+                             const char *const *paths, const char *reason);
+int decode_input_set_kallsyms_file(DecodeInput *in, const char *path, char **ret_error);
+/* Takes ownership of a NUL-terminated heap string. */
+void decode_input_set_kallsyms(DecodeInput *in, char *text, size_t size);
+int decode_input_add_note(DecodeInput *in, const char *fmt, ...) _printf_(2, 3);
+
+const DecodeCpuTrace *decode_input_find_cpu(const DecodeInput *in, uint32_t cpu);
+
+void decode_image_done(DecodeImage *img);
+
+/* Parse helpers shared by raw mode and tests. "6/85/4" */
+int decode_parse_cpu_model(const char *s, DecodeCpuModel *ret);
+/* "SHIFT,MULT,ZERO" */
+int decode_parse_tsc_conversion(const char *s, PerfTscConversion *ret);
+/* "EAX,EBX" */
+int decode_parse_cpuid_15(const char *s, uint32_t *ret_eax, uint32_t *ret_ebx);

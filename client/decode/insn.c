@@ -1,0 +1,144 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <Zydis/Zydis.h>
+#include <pthread.h>
+
+#include "client/decode/insn.h"
+
+static ZydisDecoder zdecoder;
+static ZydisFormatter zformatter;
+static pthread_once_t zinit_once = PTHREAD_ONCE_INIT;
+static bool zinit_ok;
+
+static void zinit(void) {
+        zinit_ok = ZYAN_SUCCESS(ZydisDecoderInit(&zdecoder, ZYDIS_MACHINE_MODE_LONG_64, ZYDIS_STACK_WIDTH_64)) &&
+                   ZYAN_SUCCESS(ZydisFormatterInit(&zformatter, ZYDIS_FORMATTER_STYLE_INTEL));
+}
+
+static const char *const kind_names[_DECODE_BRANCH_MAX] = {
+        [DECODE_BRANCH_NONE] = "none",       [DECODE_BRANCH_CALL] = "call",
+        [DECODE_BRANCH_ICALL] = "icall",     [DECODE_BRANCH_RET] = "ret",
+        [DECODE_BRANCH_JCC] = "jcc",         [DECODE_BRANCH_JMP] = "jmp",
+        [DECODE_BRANCH_IJMP] = "ijmp",       [DECODE_BRANCH_SYSCALL] = "syscall",
+        [DECODE_BRANCH_SYSRET] = "sysret",   [DECODE_BRANCH_INT] = "int",
+        [DECODE_BRANCH_FAULT] = "fault",     [DECODE_BRANCH_IRET] = "iret",
+        [DECODE_BRANCH_TR_START] = "tr_start", [DECODE_BRANCH_TR_END] = "tr_end",
+        [DECODE_BRANCH_OVF] = "ovf",         [DECODE_BRANCH_SWINT] = "swint",
+        [DECODE_BRANCH_FAR_CALL] = "farcall", [DECODE_BRANCH_FAR_JMP] = "farjmp",
+        [DECODE_BRANCH_FAR_RET] = "farret",  [DECODE_BRANCH_OTHER] = "other",
+};
+
+const char *decode_branch_kind_to_string(DecodeBranchKind k) {
+        return k < _DECODE_BRANCH_MAX ? kind_names[k] : "?";
+}
+
+bool decode_branch_kind_is_call(DecodeBranchKind k) {
+        switch (k) {
+        case DECODE_BRANCH_CALL:
+        case DECODE_BRANCH_ICALL:
+        case DECODE_BRANCH_SYSCALL:
+        case DECODE_BRANCH_INT:
+        case DECODE_BRANCH_FAULT:
+        case DECODE_BRANCH_SWINT:
+        case DECODE_BRANCH_FAR_CALL:
+                return true;
+        default:
+                return false;
+        }
+}
+
+bool decode_branch_kind_is_return(DecodeBranchKind k) {
+        switch (k) {
+        case DECODE_BRANCH_RET:
+        case DECODE_BRANCH_SYSRET:
+        case DECODE_BRANCH_IRET:
+        case DECODE_BRANCH_FAR_RET:
+                return true;
+        default:
+                return false;
+        }
+}
+
+int decode_insn_classify(const uint8_t *bytes, size_t n, DecodeInsnInfo *ret) {
+        ZydisDecoderContext zctx;
+        ZydisDecodedInstruction insn;
+        DecodeBranchKind k = DECODE_BRANCH_NONE;
+        bool relative;
+
+        (void) pthread_once(&zinit_once, zinit);
+        if (!zinit_ok)
+                return -EIO;
+        if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdecoder, &zctx, bytes, n, &insn)))
+                return -EBADMSG;
+
+        /* Direct means a relative immediate target; ZYDIS_ATTRIB_IS_RELATIVE
+         * would also count RIP-relative memory operands (jmp *x(%rip)). */
+        relative = insn.raw.imm[0].is_relative;
+        /* Mnemonics first: Zydis files IRET under "RET" and INT under
+         * "INTERRUPT"/"SYSTEM". */
+        switch (insn.mnemonic) {
+        case ZYDIS_MNEMONIC_SYSCALL:
+        case ZYDIS_MNEMONIC_SYSENTER:
+                k = DECODE_BRANCH_SYSCALL;
+                break;
+        case ZYDIS_MNEMONIC_SYSRET:
+        case ZYDIS_MNEMONIC_SYSEXIT:
+                k = DECODE_BRANCH_SYSRET;
+                break;
+        case ZYDIS_MNEMONIC_IRET:
+        case ZYDIS_MNEMONIC_IRETD:
+        case ZYDIS_MNEMONIC_IRETQ:
+                k = DECODE_BRANCH_IRET;
+                break;
+        case ZYDIS_MNEMONIC_INT:
+        case ZYDIS_MNEMONIC_INT1:
+        case ZYDIS_MNEMONIC_INT3:
+        case ZYDIS_MNEMONIC_INTO:
+                k = DECODE_BRANCH_SWINT;
+                break;
+        default:
+                switch (insn.meta.category) {
+                case ZYDIS_CATEGORY_COND_BR:
+                        k = DECODE_BRANCH_JCC;
+                        break;
+                case ZYDIS_CATEGORY_UNCOND_BR:
+                        if ((insn.opcode == 0xff && insn.raw.modrm.reg == 5) || insn.opcode == 0xea)
+                                k = DECODE_BRANCH_FAR_JMP;
+                        else
+                                k = relative ? DECODE_BRANCH_JMP : DECODE_BRANCH_IJMP;
+                        break;
+                case ZYDIS_CATEGORY_CALL:
+                        if ((insn.opcode == 0xff && insn.raw.modrm.reg == 3) || insn.opcode == 0x9a)
+                                k = DECODE_BRANCH_FAR_CALL;
+                        else
+                                k = relative ? DECODE_BRANCH_CALL : DECODE_BRANCH_ICALL;
+                        break;
+                case ZYDIS_CATEGORY_RET:
+                        k = (insn.opcode == 0xca || insn.opcode == 0xcb) ? DECODE_BRANCH_FAR_RET : DECODE_BRANCH_RET;
+                        break;
+                default:
+                        break;
+                }
+        }
+        *ret = (DecodeInsnInfo){
+                .kind = k,
+                .length = insn.length,
+                .conditional = k == DECODE_BRANCH_JCC,
+        };
+        return 0;
+}
+
+int decode_insn_disassemble(const uint8_t *bytes, size_t n, uint64_t addr, char *buf, size_t size) {
+        ZydisDecodedInstruction insn;
+        ZydisDecodedOperand ops[ZYDIS_MAX_OPERAND_COUNT];
+
+        (void) pthread_once(&zinit_once, zinit);
+        if (!zinit_ok)
+                return -EIO;
+        if (!ZYAN_SUCCESS(ZydisDecoderDecodeFull(&zdecoder, bytes, n, &insn, ops)))
+                return -EBADMSG;
+        if (!ZYAN_SUCCESS(ZydisFormatterFormatInstruction(&zformatter, &insn, ops, insn.operand_count_visible, buf,
+                                                          size, addr, NULL)))
+                return -EBADMSG;
+        return insn.length;
+}

@@ -1,0 +1,1080 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * One segment, one libipt block decoder.
+ *
+ * libipt does the flow: pt_blk_next() gives blocks of sequential
+ * instructions and pt_blk_event() the events between them. A branch taken
+ * is the transition from one block's last instruction to the next block's
+ * first (or to the IP an event names): the last instruction is classified
+ * (client/decode/insn.c) and the transfer recorded when it is a branch and, for a
+ * conditional one, when the next IP is not the fall-through. end_on_call
+ * and end_on_jump make libipt end blocks at direct calls and jumps too, so
+ * none is hidden inside a block.
+ *
+ * A segment starts at its first PSB (pt_blk_sync_set) and ends where the
+ * next segment starts: when that PSB had tracing on, libipt binds the PSB's
+ * status update (MODE.Exec) to its FUP IP, and we stop exactly there,
+ * with the last pending branch resolved to that IP; when tracing was off
+ * there, the decoder simply runs out of trace at that PSB. Either way no
+ * instruction is decoded twice or lost between segments.
+ *
+ * Errors become records (with trace offset, IP, time and reason) and the
+ * decoder re-synchronizes at the next PSB, as ptxed does.
+ */
+
+#include <intel-pt.h>
+
+#include "client/decode/format/format.h"
+#include "client/decode/decode.h"
+#include "client/decode/starts.h"
+
+typedef struct SegState {
+        Decoder *d;
+        DecodeWorker *w;
+        const DecodeSegment *seg;
+        const DecodeCpuIndex *ci;
+        DecodeSegmentResult *res;
+        struct pt_block_decoder *dec;
+        uint32_t ctx_cpu;
+
+        bool has_time;
+        uint64_t tsc;
+        uint8_t cbr;
+        uint64_t ctx_begin, ctx_end;   /* perf time span of the current thread */
+        uint64_t view_begin, view_end; /* and of the current address-space version */
+        int32_t pid, tid;
+        const DecodeView *view;
+
+        /* A thread switch adopted ahead of the trace's (lagging) time:
+         * context lookups use at least this perf time. */
+        uint64_t floor;
+        bool switch_ip_mode;   /* the kernel is traced: threads change at __switch_to */
+        bool seen_switch_to;   /* a jump to __switch_to was seen in this segment */
+        bool pwre_pending, pwre_hw;
+        uint8_t pwre_state, pwre_sub;
+        bool in_user_region;   /* between a trace start in user space and the next stop */
+        bool starts_mode;      /* kernel not traced: threads change at trace starts (decode/starts.h) */
+
+        bool pending; /* the last block ended with a branch whose target is the next IP */
+        uint64_t pending_ip;
+        DecodeInsnInfo pending_info;
+        bool has_last;  /* the last instruction decoded, for synchronous disables */
+        uint64_t last_ip;
+        uint32_t ninsn; /* since the previous record */
+        size_t psb_reported;
+        bool done;
+        uint64_t blocks_since_check, last_offset, tail_blocks;
+        bool stalled;
+        DecodeRecord scratch; /* target of emit() when records are not kept */
+        DecodeRenderState render; /* with d->render_in_workers: the format's state across chunks */
+        bool other_mode;          /* a block ran in another mode than 64-bit */
+} SegState;
+
+static uint64_t perf_time(const SegState *s) {
+        uint64_t t;
+
+        /* Without time (no TSC conversion, or no timing packets) side-band
+         * times cannot be matched: DECODE_TIME_UNKNOWN asks for the
+         * time-independent answers (every mapping a process ever had). */
+        if (!s->d->clock.has_conversion || !s->has_time)
+                return DECODE_TIME_UNKNOWN;
+        t = perf_tsc_to_time(&s->d->clock.conversion, s->tsc);
+        return MAX(t, s->floor);
+}
+
+static int set_view(SegState *s, uint64_t t) {
+        const DecodeView *v;
+        struct pt_image *img;
+        int r;
+
+        r = decode_images_view(s->d->images, s->pid, t, &v, &s->view_begin, &s->view_end);
+        if (r < 0)
+                return r;
+        if (v == s->view)
+                return 0;
+        r = decode_image_cache_get(s->w->images, v, &img);
+        if (r < 0)
+                return r;
+        if (pt_blk_set_image(s->dec, img) < 0)
+                return -EIO;
+        s->view = v;
+        return 0;
+}
+
+/* Which thread runs and which address space applies, at the current time.
+ * Once the segment has shown a jump to __switch_to (the kernel is traced),
+ * threads change only there; times then only move the address-space
+ * version of the same process. */
+static int refresh_context(SegState *s, bool force) {
+        uint64_t t = perf_time(s);
+        int32_t pid, tid;
+
+        /* Threads change by time only outside traced user code: in a
+         * user-only trace a stretch from trace start to trace stop is one
+         * thread's (switches happen in the kernel); with the kernel traced,
+         * at __switch_to. */
+        bool by_time = !s->switch_ip_mode && !s->starts_mode && !s->in_user_region;
+
+        if (force || (by_time && (t < s->ctx_begin || t >= s->ctx_end))) {
+                decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, &pid, &tid, &s->ctx_begin, &s->ctx_end);
+                if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
+                        pid = decode_context_pid_of(s->d->ctx, tid);
+                if (pid != s->pid || tid != s->tid || force) {
+                        s->pid = pid;
+                        s->tid = tid;
+                        return set_view(s, t);
+                }
+        }
+        if (t < s->view_begin || t >= s->view_end)
+                return set_view(s, t);
+        return 0;
+}
+
+/*
+ * Thread switches. The trace's time lags: libipt knows the time of the
+ * last timing packet, up to one MTC period (d->switch_slack_ns) before the
+ * instruction, while side-band switch records carry the true time. So
+ * threads change where the trace shows a switch:
+ *
+ *   - at a jump to __switch_to with the kernel traced (perf's switch_ip):
+ *     exactly one switch happens there, the side-band's next one;
+ *   - at a CR3 write (PIP) when __switch_to is not known: the same;
+ *   - with the kernel not traced, at a trace start (TIP.PGE, or an OVF
+ *     that resolves): the thread switched in last before it, by the
+ *     bounds its timing packets give (client/decode/starts.h).
+ */
+/* The point (client/decode/starts.h) the decoder has just read, and the thread
+ * current there. */
+static const DecodeStart *point_thread(SegState *s, int32_t *ret_pid, int32_t *ret_tid,
+                                       uint64_t *ret_begin) {
+        const DecodeStart *st;
+        uint64_t pos = 0, t;
+
+        if (pt_blk_get_offset(s->dec, &pos) < 0)
+                return NULL;
+        st = decode_starts_find(&s->w->starts, pos);
+        if (!st)
+                return NULL;
+        if (st->has_hi) {
+                t = perf_tsc_to_time(&s->d->clock.conversion, st->hi_tsc);
+                if (st->hi_after && t > 0)
+                        t--; /* only switches strictly before it */
+        } else if (decode_context_trace_end(s->d->ctx, s->ctx_cpu, &t) < 0)
+                /* No timing packet after it, and no word on when the trace
+                 * ended: whoever the side-band has last. */
+                t = DECODE_TIME_INFINITY - 2;
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, ret_pid, ret_tid, ret_begin, NULL);
+        if (*ret_pid == DECODE_PID_UNKNOWN && *ret_tid != DECODE_PID_UNKNOWN)
+                *ret_pid = decode_context_pid_of(s->d->ctx, *ret_tid);
+        return st;
+}
+
+static int start_thread(SegState *s) {
+        const DecodeStart *st;
+        uint64_t begin;
+        int32_t pid, tid;
+
+        st = point_thread(s, &pid, &tid, &begin);
+        if (!st || st->event)
+                return refresh_context(s, true);
+        s->pid = pid;
+        s->tid = tid;
+        /* The switch came before the start: address spaces as of then at least. */
+        s->floor = MAX(s->floor, begin);
+        return set_view(s, perf_time(s));
+}
+
+/* In switch_ip mode threads change one switch at a time, in the
+ * side-band's order: take the run after the current one, if the trace's
+ * time is not too far before it. */
+static int adopt_next_switch(SegState *s) {
+        uint64_t next = s->ctx_end;
+        int32_t pid, tid;
+
+        /* By order, not by time: each jump to __switch_to is one switch,
+         * whatever the (possibly coarse) timing says. */
+        if (next == DECODE_TIME_INFINITY)
+                return 0;
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, next, &pid, &tid, &s->ctx_begin, &s->ctx_end);
+        if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
+                pid = decode_context_pid_of(s->d->ctx, tid);
+        s->pid = pid;
+        s->tid = tid;
+        s->floor = MAX(s->floor, next);
+        return set_view(s, perf_time(s));
+}
+
+/* The first __switch_to of a segment settles what the segment's start
+ * could only guess from the PSB's time: the switch record nearest before
+ * this jump (within the lag) is the one happening here, and everything
+ * since the segment's start was the thread before it. So the answer does
+ * not depend on where segments start. */
+static int first_switch(SegState *s) {
+        uint64_t t = perf_time(s), begin, end;
+        int32_t pid, tid, ppid, ptid;
+
+        /* Without fine timing the PSB's time cannot place the switch:
+         * take the next one in order. */
+        if (!s->d->clock.has_conversion || !s->has_time || s->d->switch_slack_ns == 0)
+                return adopt_next_switch(s);
+        /* The record is written a little after the jump (and the time
+         * lags up to an MTC period): allow two periods. */
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, t + 2 * s->d->switch_slack_ns, &pid, &tid, &begin, &end);
+        if (begin == 0)
+                return adopt_next_switch(s);
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, begin - 1, &ppid, &ptid, NULL, NULL);
+        if (ppid == DECODE_PID_UNKNOWN && ptid != DECODE_PID_UNKNOWN)
+                ppid = decode_context_pid_of(s->d->ctx, ptid);
+        for (size_t i = 0; i < s->res->n_records; i++) {
+                s->res->records[i].pid = ppid;
+                s->res->records[i].tid = ptid;
+        }
+        s->floor = MAX(s->floor, begin);
+        return refresh_context(s, true);
+}
+
+static int note_time(SegState *s, uint64_t tsc) {
+        DecodeCpuStats *st = &s->res->stats;
+
+        s->tsc = tsc;
+        s->has_time = true;
+        if (!st->has_time) {
+                st->first_tsc = st->last_tsc = tsc;
+                st->has_time = true;
+        } else {
+                if (tsc < st->first_tsc)
+                        st->first_tsc = tsc;
+                if (tsc > st->last_tsc)
+                        st->last_tsc = tsc;
+        }
+        return 0;
+}
+
+static int update_time(SegState *s) {
+        uint64_t tsc;
+        uint32_t lost_mtc, lost_cyc;
+        uint32_t cbr;
+        int r;
+
+        if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
+                return 0; /* no wall-clock time (yet) */
+        if (s->has_time && tsc == s->tsc)
+                return 0;
+        if (pt_blk_core_bus_ratio(s->dec, &cbr) >= 0 && cbr <= UINT8_MAX)
+                s->cbr = cbr;
+        r = note_time(s, tsc);
+        if (r < 0)
+                return r;
+        return refresh_context(s, false);
+}
+
+static int update_time_event(SegState *s, const struct pt_event *ev) {
+        int r;
+
+        if (!ev->has_tsc)
+                return update_time(s);
+        if (s->has_time && ev->tsc == s->tsc)
+                return 0;
+        r = note_time(s, ev->tsc);
+        if (r < 0)
+                return r;
+        return refresh_context(s, false);
+}
+
+static DecodeRecord *emit(SegState *s, DecodeRecordType type, uint8_t kind) {
+        DecodeSegmentResult *res = s->res;
+        DecodeRecord *r;
+
+        if (!s->d->want_records)
+                r = &s->scratch;
+        else {
+                if (res->n_records == res->allocated) {
+                        size_t n = res->allocated ? res->allocated * 2 : 1024;
+                        DecodeRecord *l = reallocarray(res->records, n, sizeof(DecodeRecord));
+                        if (!l)
+                                return NULL;
+                        res->records = l;
+                        res->allocated = n;
+                }
+                r = &res->records[res->n_records++];
+        }
+        *r = (DecodeRecord){
+                .type = type,
+                .kind = kind,
+                .cbr = s->cbr,
+                .flags = s->has_time ? DECODE_RECORD_HAS_TIME : 0,
+                .pid = s->pid,
+                .tid = s->tid,
+                .tsc = s->tsc,
+                .view = s->view,
+        };
+        if (type != DECODE_RECORD_BLOCK) {
+                r->ninsn = s->ninsn;
+                s->ninsn = 0;
+        }
+        return r;
+}
+
+static int emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64_t to) {
+        DecodeRecord *r = emit(s, DECODE_RECORD_BRANCH, kind);
+
+        if (!r)
+                return -ENOMEM;
+        r->from = from;
+        r->to = to;
+        s->res->stats.branches++;
+        if (to == s->d->switch_to_addr && to != 0 && (kind == DECODE_BRANCH_JMP || kind == DECODE_BRANCH_CALL)) {
+                s->switch_ip_mode = true;
+                s->starts_mode = false;
+                if (s->seen_switch_to)
+                        return adopt_next_switch(s);
+                s->seen_switch_to = true;
+                return first_switch(s);
+        }
+        return 0;
+}
+
+static int emit_event(SegState *s, DecodeEventKind kind, bool has_ip, uint64_t ip, uint64_t payload,
+                      uint64_t payload2, uint8_t flags) {
+        DecodeRecord *r = emit(s, DECODE_RECORD_EVENT, kind);
+
+        if (!r)
+                return -ENOMEM;
+        if (has_ip) {
+                r->flags |= DECODE_RECORD_HAS_IP;
+                r->from = ip;
+        }
+        r->flags |= flags;
+        r->payload = payload;
+        r->payload2 = payload2;
+        s->res->stats.events++;
+        return 0;
+}
+
+static int emit_error(SegState *s, int status, uint64_t ip, const char *detail) {
+        DecodeSegmentResult *res = s->res;
+        int code = pt_errcode(status);
+        uint64_t offset = 0;
+        DecodeRecord *r;
+
+        (void) pt_blk_get_offset(s->dec, &offset);
+        res->stats.errors++;
+        if (code > 0 && (size_t) code < ELEMENTSOF(res->stats.errors_by_code))
+                res->stats.errors_by_code[code]++;
+        s->pending = false;
+        s->has_last = false;
+
+        r = emit(s, DECODE_RECORD_ERROR, (uint8_t) code);
+        if (!r)
+                return -ENOMEM;
+        r->from = ip;
+        r->payload = offset;
+        if (s->d->want_records) {
+                const char *msg = detail ?: pt_errstr(code);
+                r->str = (uint32_t) res->strings.size + 1;
+                if (buffer_append(&res->strings, msg, strlen(msg) + 1) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
+/* The instruction at ip of a block, classified, through a per-worker cache. */
+static int classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret) {
+        size_t slot = (size_t) ((b->end_ip ^ (b->end_ip >> 13) ^ ((uint64_t) b->isid << 7)) &
+                                (DECODE_CLASSIFY_CACHE_SIZE - 1));
+        uint8_t buf[DECODE_INSN_MAX];
+        const uint8_t *p = buf;
+        size_t n = 0;
+        int r;
+
+        if (!b->truncated && s->w->classify[slot].ip == b->end_ip && s->w->classify[slot].isid == b->isid &&
+            b->isid > 0) {
+                *ret = s->w->classify[slot].info;
+                return 0;
+        }
+        if (b->truncated) {
+                p = b->raw;
+                n = b->size;
+        } else {
+                const DecodeSection *sec = decode_image_cache_section(s->w->images, b->isid);
+                if (sec && b->end_ip >= sec->vaddr && b->end_ip - sec->vaddr < sec->size) {
+                        p = sec->bytes + (b->end_ip - sec->vaddr);
+                        n = MIN((uint64_t) DECODE_INSN_MAX, sec->size - (b->end_ip - sec->vaddr));
+                }
+                if (n < DECODE_INSN_MAX && s->view) {
+                        /* Near a section's end: read across sections. */
+                        size_t k = decode_view_read(s->view, b->end_ip, buf, sizeof(buf));
+                        if (k > n) {
+                                p = buf;
+                                n = k;
+                        }
+                }
+        }
+        if (n == 0)
+                return -ENOENT;
+        r = decode_insn_classify(p, n, ret);
+        if (r < 0)
+                return r;
+        if (!b->truncated && b->isid > 0) {
+                s->w->classify[slot].ip = b->end_ip;
+                s->w->classify[slot].isid = b->isid;
+                s->w->classify[slot].info = *ret;
+        }
+        return 0;
+}
+
+/* The branch that ended the last block went to next_ip. */
+static int resolve(SegState *s, uint64_t next_ip) {
+        if (!s->pending)
+                return 0;
+        s->pending = false;
+        if (s->pending_info.conditional && next_ip == s->pending_ip + s->pending_info.length)
+                return 0; /* not taken */
+        return emit_branch(s, s->pending_info.kind, s->pending_ip, next_ip);
+}
+
+static int handle_block(SegState *s, const struct pt_block *b) {
+        DecodeInsnInfo info;
+        int r;
+
+        /* libipt's block cache keeps the execution mode a block was first
+         * decoded in, and uses it the next time, whatever the trace says:
+         * an address that runs in two modes (a damaged MODE.Exec) decodes
+         * depending on what the worker decoded before. Such a segment is
+         * decoded again with an empty cache (decode_segment_run()). */
+        if (_unlikely_(b->mode != ptem_64bit)) {
+                s->other_mode = true;
+                if (s->w->cache_warm)
+                        return -EAGAIN;
+        }
+        r = resolve(s, b->ip);
+        if (r < 0)
+                return r;
+        s->ninsn += b->ninsn;
+        s->res->stats.insns += b->ninsn;
+        s->res->stats.blocks++;
+
+        if (s->d->want_blocks) {
+                DecodeRecord *rec = emit(s, DECODE_RECORD_BLOCK, 0);
+                if (!rec)
+                        return -ENOMEM;
+                rec->from = b->ip;
+                rec->to = b->end_ip;
+                rec->ninsn = b->ninsn;
+                rec->payload = (uint64_t) b->isid;
+                if (b->truncated)
+                        rec->flags |= DECODE_RECORD_TRUNCATED;
+                if (b->speculative)
+                        rec->flags |= DECODE_RECORD_SPECULATIVE;
+        }
+
+        s->has_last = true;
+        s->last_ip = b->end_ip;
+        if (classify(s, b, &info) < 0 || info.kind == DECODE_BRANCH_NONE)
+                return 0;
+        s->pending = true;
+        s->pending_ip = b->end_ip;
+        s->pending_info = info;
+        return 0;
+}
+
+/* A PSB event. Its PSB+ has the exact time (TSC): with the kernel not
+ * traced, the thread current then is the side-band's, also while tracing
+ * is off after a switch (the decoder moves to the new thread only at the
+ * next trace start). */
+static int emit_psb(SegState *s, size_t i) {
+        const DecodePsb *p = &s->ci->psbs[i];
+        int32_t pid, tid;
+        int r;
+
+        r = emit_event(s, DECODE_EVENT_PSB, false, 0, p->offset, 0, 0);
+        if (r < 0 || !s->starts_mode || !p->has_tsc || !s->d->want_records)
+                return r;
+        decode_context_thread_at(s->d->ctx, s->ctx_cpu, perf_tsc_to_time(&s->d->clock.conversion, p->tsc),
+                                 &pid, &tid, NULL, NULL);
+        if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
+                pid = decode_context_pid_of(s->d->ctx, tid);
+        s->res->records[s->res->n_records - 1].pid = pid;
+        s->res->records[s->res->n_records - 1].tid = tid;
+        return 0;
+}
+
+static int flush_pwre(SegState *s) {
+        if (!s->pwre_pending)
+                return 0;
+        s->pwre_pending = false;
+        return emit_event(s, DECODE_EVENT_PWRE, false, 0, s->pwre_state, s->pwre_sub,
+                          s->pwre_hw ? DECODE_RECORD_PWRE_HW : 0);
+}
+
+/* Interrupt or exception? The packets are the same; the handler's kernel
+ * name tells, as TRUTH.md describes: asm_exc_* handlers are exceptions. */
+static DecodeBranchKind async_kind(SegState *s, uint64_t to) {
+        const DecodeSymbol *sym = decode_sym_cached(s->d->symbols, &s->w->syms, s->view, to);
+
+        if (sym && sym->name && startswith(sym->name, "asm_exc_"))
+                return DECODE_BRANCH_FAULT;
+        return DECODE_BRANCH_INT;
+}
+
+/* PSB+ status updates: a PSB event per PSB, and the end of the segment at
+ * the next segment's PSB. */
+static int handle_status(SegState *s, const struct pt_event *ev, uint64_t ip, bool binds) {
+        uint64_t pos = 0;
+        size_t psb;
+
+        if (pt_blk_get_offset(s->dec, &pos) < 0)
+                return 0;
+        psb = decode_cpu_index_psb_at(s->ci, pos);
+        if (psb == SIZE_MAX)
+                return 0;
+
+        if (psb >= s->seg->end_psb) {
+                /* The next segment's PSB. Its CBR arrives before the decoder
+                 * has reached the FUP IP; the first IP-bound update is the
+                 * boundary. */
+                if (!s->seg->stop_at_status || !binds)
+                        return 0;
+                if (!ev->ip_suppressed) {
+                        int r = resolve(s, ip);
+                        if (r < 0)
+                                return r;
+                }
+                s->done = true;
+                return 0;
+        }
+        if (s->psb_reported != SIZE_MAX && psb <= s->psb_reported)
+                return 0;
+        /* Report the PSB where the trace had it: at its IP-bound update when
+         * it has one (the CBR update comes earlier, before the decoder has
+         * reached the PSB's IP), after the branch that led there. */
+        if (s->ci->psbs[psb].has_mode && !binds)
+                return 0;
+        if (binds && !ev->ip_suppressed) {
+                int r = resolve(s, ip);
+                if (r < 0)
+                        return r;
+        }
+        /* Earlier PSBs that gave no status update to report them by (no
+         * MODE.Exec, no CBR: not what hardware writes) come first. */
+        for (size_t i = s->psb_reported == SIZE_MAX ? s->seg->first_psb : s->psb_reported + 1; i < psb; i++) {
+                int r = emit_psb(s, i);
+                if (r < 0)
+                        return r;
+        }
+        s->psb_reported = psb;
+        return emit_psb(s, psb);
+}
+
+/* PSBs met while tracing was off may bring no status update at all (no
+ * MODE, no CBR): report them when tracing comes back (or at the end).
+ * libipt reads ahead, so the decoder's position already passes such a PSB
+ * when it hands out the TIP.PGD before it. */
+static int catch_up_psbs(SegState *s) {
+        uint64_t pos = 0;
+        size_t psb, first;
+
+        if (pt_blk_get_offset(s->dec, &pos) < 0)
+                return 0;
+        psb = decode_cpu_index_psb_at(s->ci, pos);
+        if (psb == SIZE_MAX)
+                return 0;
+        first = s->psb_reported == SIZE_MAX ? s->seg->first_psb : s->psb_reported + 1;
+        for (size_t i = first; i <= psb && i < s->seg->end_psb; i++) {
+                int r;
+
+                if (s->ci->psbs[i].has_fup || s->ci->psbs[i].offset > pos)
+                        break; /* tracing on there: its status update reports it */
+                s->psb_reported = i;
+                r = emit_psb(s, i);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+static int handle_event(SegState *s, const struct pt_event *ev) {
+        int r;
+
+        /* Another mode than 64-bit: see handle_block(). */
+        if (_unlikely_(ev->type == ptev_exec_mode && ev->variant.exec_mode.mode != ptem_64bit)) {
+                s->other_mode = true;
+                if (s->w->cache_warm)
+                        return -EAGAIN;
+        }
+
+        if (s->pwre_pending && ev->type != ptev_mwait && ev->type != ptev_tick) {
+                r = flush_pwre(s);
+                if (r < 0)
+                        return r;
+        }
+
+        r = update_time_event(s, ev);
+        if (r < 0)
+                return r;
+
+        if (ev->type == ptev_enabled || ev->type == ptev_overflow) {
+                r = catch_up_psbs(s);
+                if (r < 0)
+                        return r;
+        }
+        if (ev->status_update) {
+                switch (ev->type) {
+                case ptev_cbr:
+                        s->cbr = ev->variant.cbr.ratio;
+                        return handle_status(s, ev, 0, false);
+                case ptev_exec_mode:
+                        return handle_status(s, ev, ev->variant.exec_mode.ip, true);
+                case ptev_tsx:
+                        return handle_status(s, ev, ev->variant.tsx.ip, true);
+                case ptev_async_paging:
+                        r = refresh_context(s, true);
+                        if (r < 0)
+                                return r;
+                        return handle_status(s, ev, ev->variant.async_paging.ip, true);
+                case ptev_async_vmcs:
+                        return handle_status(s, ev, ev->variant.async_vmcs.ip, true);
+                default:
+                        return handle_status(s, ev, 0, true);
+                }
+        }
+
+        switch (ev->type) {
+        case ptev_enabled:
+                s->pending = false;
+                s->has_last = false;
+                s->res->stats.tr_starts++;
+                s->in_user_region = false;
+                r = s->starts_mode ? start_thread(s) : refresh_context(s, false);
+                if (r < 0)
+                        return r;
+                if (!s->switch_ip_mode && ev->variant.enabled.ip < DECODE_KERNEL_START)
+                        s->in_user_region = true;
+                return emit_branch(s, DECODE_BRANCH_TR_START, 0, ev->variant.enabled.ip);
+
+        case ptev_disabled: {
+                /* Synchronous: caused by the last instruction (a syscall, or a
+                 * branch leaving the filter region). */
+                uint64_t from = s->pending ? s->pending_ip : s->has_last ? s->last_ip : 0;
+                s->pending = false;
+                s->has_last = false;
+                s->res->stats.tr_ends++;
+                s->in_user_region = false;
+                return emit_branch(s, DECODE_BRANCH_TR_END, from, 0);
+        }
+
+        case ptev_async_disabled:
+                r = resolve(s, ev->variant.async_disabled.at);
+                if (r < 0)
+                        return r;
+                s->has_last = false;
+                s->res->stats.tr_ends++;
+                s->in_user_region = false;
+                return emit_branch(s, DECODE_BRANCH_TR_END, ev->variant.async_disabled.at, 0);
+
+        case ptev_async_branch:
+                r = resolve(s, ev->variant.async_branch.from);
+                if (r < 0)
+                        return r;
+                s->has_last = false;
+                return emit_branch(s, async_kind(s, ev->variant.async_branch.to), ev->variant.async_branch.from,
+                                   ev->variant.async_branch.to);
+
+        case ptev_paging:
+        case ptev_async_paging:
+                /* A CR3 write: a switch; unless __switch_to tells us better. */
+                if (s->switch_ip_mode || s->d->switch_to_addr != 0)
+                        return 0;
+                return adopt_next_switch(s);
+
+        case ptev_overflow:
+                s->pending = false;
+                s->has_last = false;
+                s->in_user_region = false;
+                s->res->stats.overflows++;
+                /* Switches may have been lost with the packets: by time
+                 * again; with the kernel not traced the OVF is a start. */
+                r = s->starts_mode ? start_thread(s) : refresh_context(s, true);
+                if (r < 0)
+                        return r;
+                return emit_branch(s, DECODE_BRANCH_OVF, 0, ev->ip_suppressed ? 0 : ev->variant.overflow.ip);
+
+        case ptev_tsx:
+                return emit_event(s,
+                                  ev->variant.tsx.aborted       ? DECODE_EVENT_TSX_ABORT
+                                  : ev->variant.tsx.speculative ? DECODE_EVENT_TSX_BEGIN
+                                                                : DECODE_EVENT_TSX_COMMIT,
+                                  !ev->ip_suppressed, ev->variant.tsx.ip, 0, 0, 0);
+
+        case ptev_stop:
+                s->res->stats.trace_stops++;
+                return emit_event(s, DECODE_EVENT_STOP, false, 0, 0, 0, 0);
+
+        case ptev_exstop:
+                return emit_event(s, DECODE_EVENT_EXSTOP, !ev->ip_suppressed, ev->variant.exstop.ip, 0, 0, 0);
+
+        case ptev_mwait:
+                r = emit_event(s, DECODE_EVENT_MWAIT, !ev->ip_suppressed, ev->variant.mwait.ip,
+                               ev->variant.mwait.hints, ev->variant.mwait.ext, 0);
+                if (r < 0)
+                        return r;
+                return flush_pwre(s);
+
+        case ptev_pwre:
+                /* The trace has MWAIT, PWRE, EXSTOP; libipt hands out the
+                 * unbound PWRE before the MWAIT, which waits for the decoder
+                 * to reach its instruction. Keep the PWRE for after it. */
+                s->pwre_pending = true;
+                s->pwre_state = ev->variant.pwre.state;
+                s->pwre_sub = ev->variant.pwre.sub_state;
+                s->pwre_hw = ev->variant.pwre.hw;
+                return 0;
+
+        case ptev_pwrx:
+                return emit_event(s, DECODE_EVENT_PWRX, false, 0, ev->variant.pwrx.last, ev->variant.pwrx.deepest,
+                                  (ev->variant.pwrx.interrupt ? DECODE_RECORD_PWRX_INTERRUPT : 0) |
+                                          (ev->variant.pwrx.store ? DECODE_RECORD_PWRX_STORE : 0) |
+                                          (ev->variant.pwrx.autonomous ? DECODE_RECORD_PWRX_AUTONOMOUS : 0));
+
+        case ptev_ptwrite:
+                return emit_event(s, DECODE_EVENT_PTW, !ev->ip_suppressed, ev->variant.ptwrite.ip,
+                                  ev->variant.ptwrite.payload, ev->variant.ptwrite.size, 0);
+
+        case ptev_cbr:
+                s->cbr = ev->variant.cbr.ratio;
+                r = emit_event(s, DECODE_EVENT_CBR, false, 0, ev->variant.cbr.ratio, 0, 0);
+                if (r >= 0 && s->starts_mode && !s->in_user_region && s->d->want_records) {
+                        /* While tracing is off the thread may have changed
+                         * since the last trace start. */
+                        int32_t pid, tid;
+                        const DecodeStart *st = point_thread(s, &pid, &tid, NULL);
+
+                        if (st && st->event) {
+                                s->res->records[s->res->n_records - 1].pid = pid;
+                                s->res->records[s->res->n_records - 1].tid = tid;
+                        }
+                }
+                return r;
+
+        default:
+                /* exec_mode (outside PSB+), tick, vmcs, mnt: nothing to show. */
+                return 0;
+        }
+}
+
+/* Where to report an error: ptxed's rule. An empty block failed at its
+ * start; otherwise the failure is after its last instruction. */
+static uint64_t error_ip(SegState *s, const struct pt_block *b) {
+        DecodeInsnInfo info;
+
+        if (b->ninsn == 0)
+                return b->ip;
+        if (classify(s, b, &info) >= 0 && info.kind == DECODE_BRANCH_NONE)
+                return b->end_ip + info.length;
+        return b->end_ip;
+}
+
+static int report_error(SegState *s, int status, uint64_t ip) {
+        _cleanup_free_ char *detail = NULL;
+        int r;
+
+        r = flush_pwre(s);
+        if (r < 0)
+                return r;
+
+        if (s->stalled) {
+                s->stalled = false;
+                return emit_error(s, status, ip, "no progress in the trace: the code loops without needing trace "
+                                                 "(wrong image, or a loop whose end was not recorded)");
+        }
+        if (pt_errcode(status) == pte_nomap) {
+                uint64_t t = perf_time(s);
+                detail = decode_images_explain_missing(s->d->images, s->pid, ip, t);
+        } else if (asprintf(&detail, "%s", pt_errstr(pt_errcode(status))) < 0)
+                detail = NULL;
+        return emit_error(s, status, ip, detail);
+}
+
+/* After an error: the next PSB, unless it belongs to the next segment. */
+static int resync(SegState *s) {
+        uint64_t before = 0, sync = 0;
+        int status;
+
+        (void) pt_blk_get_offset(s->dec, &before);
+        for (;;) {
+                status = pt_blk_sync_forward(s->dec);
+                if (status == -pte_eos) {
+                        s->done = true;
+                        return 0;
+                }
+                if (pt_blk_get_sync_offset(s->dec, &sync) >= 0 && sync >= s->seg->next) {
+                        s->done = true;
+                        return 0;
+                }
+                if (status >= 0)
+                        break;
+                /* A broken PSB+: report it and look further, if we moved at all. */
+                {
+                        uint64_t now = 0;
+                        int r = report_error(s, status, 0);
+                        if (r < 0)
+                                return r;
+                        (void) pt_blk_get_offset(s->dec, &now);
+                        if (now <= before) {
+                                s->done = true;
+                                return 0;
+                        }
+                        before = now;
+                }
+        }
+        s->pending = false;
+        s->has_last = false;
+        /* PSBs before the one we synchronized at are behind us. */
+        {
+                size_t i = decode_cpu_index_psb_at(s->ci, sync);
+                s->psb_reported = i == SIZE_MAX || i == 0 ? SIZE_MAX : i - 1;
+        }
+        s->in_user_region = false;
+        return status;
+}
+
+/* Code that loops through direct branches needs no trace, so libipt can
+ * decode it forever without reading a byte (hostile input, or a spin loop
+ * whose end the trace does not show). Give up on such a stretch after a
+ * generous number of blocks without moving in the trace. */
+#define NO_PROGRESS_BLOCKS (UINT64_C(1) << 22)
+#define TAIL_BLOCKS_MAX (UINT64_C(1) << 16)
+
+static bool no_progress(SegState *s) {
+        uint64_t off = 0;
+
+        if (++s->blocks_since_check < NO_PROGRESS_BLOCKS)
+                return false;
+        s->blocks_since_check = 0;
+        if (pt_blk_get_offset(s->dec, &off) < 0 || off != s->last_offset) {
+                s->last_offset = off;
+                return false;
+        }
+        s->stalled = true;
+        return true;
+}
+
+/* Records rendered as text in chunks of this many while decoding (when
+ * workers render): the chunk stays in the cache between being written and
+ * being rendered, where a whole segment's records would not. */
+#define RENDER_CHUNK 4096U
+
+/* Render the records so far and forget them. Not before they are final:
+ * the first __switch_to of a segment rewrites the threads of everything
+ * before it (first_switch()), where the kernel may be traced. */
+static int render_records(SegState *s, bool all) {
+        Decoder *d = s->d;
+        DecodeSegmentResult *res = s->res;
+
+        if (!d->render_in_workers)
+                return 0;
+        if (!all && (res->n_records < RENDER_CHUNK ||
+                     (d->switch_to_addr != 0 && !s->starts_mode && !s->seen_switch_to)))
+                return 0;
+        for (size_t i = 0; i < res->n_records; i++) {
+                int r;
+
+                if (!decoder_record_selected(d, &res->records[i]))
+                        continue;
+                r = d->formatter->render(d, s->w, &s->render, res, &res->records[i], &res->text);
+                if (r < 0)
+                        return r;
+        }
+        res->n_records = 0;
+        return 0;
+}
+
+static int run(SegState *s) {
+        struct pt_block block;
+        int status, r;
+
+        status = pt_blk_sync_set(s->dec, s->seg->begin);
+        if (status < 0) {
+                r = report_error(s, status, 0);
+                if (r < 0)
+                        return r;
+                status = resync(s);
+                if (status < 0)
+                        return status;
+        }
+
+        while (!s->done) {
+                while ((status & pts_event_pending) && !s->done) {
+                        struct pt_event ev;
+
+                        status = pt_blk_event(s->dec, &ev, sizeof(ev));
+                        if (status < 0)
+                                break;
+                        r = handle_event(s, &ev);
+                        if (r < 0)
+                                return r;
+                }
+                if (s->done)
+                        break;
+                /* pts_eos only says the packets are used up: libipt goes on
+                 * as long as it needs no trace (cached TNT bits, direct
+                 * branches) and then returns -pte_eos. That tail is short,
+                 * unless the code loops through direct branches forever:
+                 * then the trace simply ends there. */
+                if (status >= 0 && (status & pts_eos) && ++s->tail_blocks > TAIL_BLOCKS_MAX)
+                        break;
+                if (status < 0 && status != -pte_eos) {
+                        r = catch_up_psbs(s);
+                        if (r < 0)
+                                return r;
+                }
+
+                if (status >= 0) {
+                        status = pt_blk_next(s->dec, &block, sizeof(block));
+                        if (block.ninsn > 0) {
+                                r = handle_block(s, &block);
+                                if (r < 0)
+                                        return r;
+                        }
+                        if (_unlikely_(s->res->n_records >= RENDER_CHUNK)) {
+                                r = render_records(s, false);
+                                if (r < 0)
+                                        return r;
+                        }
+                        if (status >= 0 && no_progress(s))
+                                status = -pte_internal; /* reported below, then re-sync */
+                        else if (status >= 0)
+                                continue;
+                } else
+                        block = (struct pt_block){ .ip = 0 };
+
+                if (status == -pte_eos)
+                        break;
+                r = catch_up_psbs(s);
+                if (r < 0)
+                        return r;
+                r = report_error(s, status, error_ip(s, &block));
+                if (r < 0)
+                        return r;
+                status = resync(s);
+                if (status < 0)
+                        return status;
+        }
+        r = flush_pwre(s);
+        if (r < 0)
+                return r;
+        return catch_up_psbs(s);
+}
+
+static int segment_attempt(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret,
+                           bool *ret_other_mode) {
+        _cleanup_(decode_segment_result_freep) DecodeSegmentResult *res = NULL;
+        const DecodeSegment *seg = &d->plan.segments[segment];
+        const DecodeCpuIndex *ci = &d->index->cpus[seg->cpu_index];
+        struct pt_config cfg = d->base_config;
+        SegState s = {
+                .d = d,
+                .w = w,
+                .seg = seg,
+                .ci = ci,
+                .ctx_cpu = d->ctx_cpus[seg->cpu_index],
+                .pid = DECODE_PID_UNKNOWN,
+                .tid = DECODE_PID_UNKNOWN,
+                .psb_reported = SIZE_MAX,
+                /* Known up front, so that the answer does not depend on
+                 * where the segment starts. */
+                .switch_ip_mode = ci->kernel_traced && d->switch_to_addr != 0,
+        };
+        int r;
+
+        res = calloc(1, sizeof(*res));
+        if (!res)
+                return -ENOMEM;
+        if (d->render_in_workers) {
+                if (w->spare_records) {
+                        res->records = TAKE_PTR(w->spare_records);
+                        res->allocated = w->spare_allocated;
+                }
+                decoder_take_text_buffer(d, &res->text);
+        } else if (d->want_records)
+                decoder_take_records(d, res);
+        res->segment = segment;
+        res->cpu = seg->cpu;
+        res->stats.bytes = seg->next - seg->begin;
+        s.res = res;
+
+        cfg.begin = (uint8_t *) ci->data;
+        cfg.end = (uint8_t *) ci->data + seg->limit;
+        s.dec = pt_blk_alloc_decoder(&cfg);
+        if (!s.dec)
+                return -ENOMEM;
+
+        /* With the kernel not traced, threads change at trace starts, by
+         * the time bounds of this segment's starts. */
+        s.starts_mode = !s.switch_ip_mode && !ci->kernel_traced && d->clock.has_conversion && seg->has_time;
+        if (s.starts_mode) {
+                struct pt_config scfg = cfg;
+
+                /* The bounds of the last starts may lie past the segment. */
+                scfg.end = (uint8_t *) ci->data + ci->size;
+                r = decode_starts_scan(&w->starts, &scfg, seg->begin, seg->next);
+                if (r < 0) {
+                        pt_blk_free_decoder(s.dec);
+                        return r;
+                }
+        }
+
+        /* The context at the segment's start, before libipt has any time. */
+        if (seg->has_time) {
+                s.tsc = seg->tsc_begin;
+                s.has_time = true;
+        }
+        r = refresh_context(&s, true);
+        if (r >= 0) {
+                s.has_time = false;
+                r = run(&s);
+        }
+        pt_blk_free_decoder(s.dec);
+        *ret_other_mode = s.other_mode;
+        if (r == -EAGAIN) {
+                /* Keep the buffers for the next attempt. */
+                free(w->spare_records);
+                w->spare_records = TAKE_PTR(res->records);
+                w->spare_allocated = res->allocated;
+                return r;
+        }
+        if (r >= 0)
+                r = render_records(&s, true);
+        if (r < 0)
+                res->error = r;
+        res->tail_ninsn = s.ninsn;
+        *ret = TAKE_PTR(res);
+        return r == -ENOMEM ? r : 0;
+}
+
+int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret) {
+        bool other_mode = false;
+        int r;
+
+        /* A cache that saw other modes starts afresh (see handle_block()). */
+        if (w->cache_tainted) {
+                r = decode_image_cache_reset(w->images);
+                if (r < 0)
+                        return r;
+                w->cache_tainted = w->cache_warm = false;
+        }
+        r = segment_attempt(d, w, segment, ret, &other_mode);
+        if (r == -EAGAIN) {
+                r = decode_image_cache_reset(w->images);
+                if (r < 0)
+                        return r;
+                w->cache_warm = false;
+                r = segment_attempt(d, w, segment, ret, &other_mode);
+        }
+        if (r < 0)
+                return r;
+        w->cache_warm = true;
+        w->cache_tainted = other_mode;
+        return 0;
+}

@@ -1,0 +1,551 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/libdwfl.h>
+#include <inttypes.h>
+#include <pthread.h>
+
+#include "client/decode/symbols.h"
+
+/* kallsyms gives no sizes: a symbol is taken to reach to the next one, but
+ * not further than this (past the last symbol of a region). */
+#define KSYM_MAX_SPAN (UINT64_C(1) << 20)
+
+typedef struct KSym {
+        uint64_t addr;
+        const char *name;
+        const char *module; /* NULL for the kernel proper */
+} KSym;
+
+/* What dwfl_module_addrinfo() answers for the addresses strictly between
+ * two neighbouring bounds (see image_bounds()). */
+typedef struct RangeSym {
+        bool known;
+        const char *name; /* NULL: no symbol */
+        uint64_t value;   /* the symbol's address: offset = addr - value */
+} RangeSym;
+
+typedef struct ImageSyms {
+        Dwfl *dwfl;
+        Dwfl_Module *mod;
+        bool tried;
+        U64Map cache; /* link vaddr -> DecodeSymbol* */
+        /* Every symbol start and end and section bound, sorted: between
+         * two of them, the answer is the same. */
+        uint64_t *bounds;
+        size_t n_bounds;
+        uint64_t *exact; /* sorted starts of symbols without size */
+        size_t n_exact;
+        RangeSym *ranges; /* n_bounds + 1: ranges[i] lies above bounds[i - 1] */
+} ImageSyms;
+
+struct DecodeSymbolizer {
+        DecodeImages *im;
+        const DecodeContext *ctx;
+        const DecodeInput *in;
+        DecodeSymbolizerOptions opts;
+        pthread_mutex_t lock;
+        StrPool strings;
+        KSym *ksyms;
+        size_t n_ksyms;
+        U64Map kcache;    /* kernel addr -> DecodeSymbol* */
+        U64Map nocache;   /* (view, addr) hash -> DecodeSymbol* for addresses without an image */
+        ImageSyms *images; /* by image index */
+        size_t n_images;
+        DecodeSymbol **all; /* everything allocated, to free */
+        size_t n_all, allocated_all;
+};
+
+static const Dwfl_Callbacks dwfl_callbacks = {
+        .find_elf = dwfl_build_id_find_elf,
+        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .section_address = dwfl_offline_section_address,
+};
+
+DecodeSymbolizer *decode_symbolizer_free(DecodeSymbolizer *s) {
+        if (!s)
+                return NULL;
+        for (size_t i = 0; i < s->n_images; i++) {
+                if (s->images[i].dwfl)
+                        dwfl_end(s->images[i].dwfl);
+                u64map_done(&s->images[i].cache);
+                free(s->images[i].bounds);
+                free(s->images[i].exact);
+                free(s->images[i].ranges);
+        }
+        free(s->images);
+        for (size_t i = 0; i < s->n_all; i++)
+                free(s->all[i]);
+        free(s->all);
+        u64map_done(&s->kcache);
+        u64map_done(&s->nocache);
+        free(s->ksyms);
+        strpool_done(&s->strings);
+        pthread_mutex_destroy(&s->lock);
+        return mfree(s);
+}
+
+static int ksym_cmp(const void *a, const void *b) {
+        const KSym *x = a, *y = b;
+
+        if (x->addr != y->addr)
+                return x->addr < y->addr ? -1 : 1;
+        /* Prefer global names over local ones at the same address: they
+         * are what a reader knows (and sort deterministically). */
+        return strcmp(x->name, y->name);
+}
+
+/* Lines "ffffffff81000000 T _text" or "ffffffffc0000000 t foo\t[mod]". Lines
+ * that do not parse are skipped: /proc/kallsyms is text a bundle carries. */
+static int parse_kallsyms(DecodeSymbolizer *s, const char *text, size_t size) {
+        const char *p = text, *end = text + size;
+        size_t allocated = 0;
+
+        while (p < end) {
+                const char *eol = memchr(p, '\n', end - p) ?: end;
+                const char *q = p, *name, *name_end, *mod = NULL, *mod_end = NULL;
+                uint64_t addr = 0;
+                char type;
+                int digits = 0;
+
+                for (; q < eol && digits < 16; q++, digits++) {
+                        int v;
+                        if (*q >= '0' && *q <= '9')
+                                v = *q - '0';
+                        else if (*q >= 'a' && *q <= 'f')
+                                v = *q - 'a' + 10;
+                        else if (*q >= 'A' && *q <= 'F')
+                                v = *q - 'A' + 10;
+                        else
+                                break;
+                        addr = addr << 4 | v;
+                }
+                if (digits == 0 || q + 3 > eol || q[0] != ' ' || q[2] != ' ')
+                        goto next;
+                type = q[1];
+                if (!strchr("TtWw", type) || addr == 0)
+                        goto next;
+                name = q + 3;
+                name_end = name;
+                while (name_end < eol && *name_end != '\t' && *name_end != ' ')
+                        name_end++;
+                if (name_end == name)
+                        goto next;
+                if (name_end < eol) {
+                        mod = memchr(name_end, '[', eol - name_end);
+                        if (mod) {
+                                mod_end = memchr(mod, ']', eol - mod);
+                                if (!mod_end)
+                                        mod = NULL;
+                        }
+                }
+                if (s->n_ksyms == allocated) {
+                        size_t n = allocated ? allocated * 2 : 4096;
+                        KSym *k = reallocarray(s->ksyms, n, sizeof(KSym));
+                        if (!k)
+                                return -ENOMEM;
+                        s->ksyms = k;
+                        allocated = n;
+                }
+                s->ksyms[s->n_ksyms] = (KSym){ .addr = addr };
+                s->ksyms[s->n_ksyms].name = strpool_intern(&s->strings, name, name_end - name);
+                if (mod)
+                        s->ksyms[s->n_ksyms].module = strpool_intern(&s->strings, mod, mod_end - mod + 1);
+                if (!s->ksyms[s->n_ksyms].name || (mod && !s->ksyms[s->n_ksyms].module))
+                        return -ENOMEM;
+                s->n_ksyms++;
+        next:
+                p = eol + 1;
+        }
+        if (s->n_ksyms > 1)
+                qsort(s->ksyms, s->n_ksyms, sizeof(KSym), ksym_cmp);
+        return 0;
+}
+
+int decode_symbolizer_new(DecodeImages *im, const DecodeContext *ctx, const DecodeInput *in,
+                          const DecodeSymbolizerOptions *opts, DecodeSymbolizer **ret) {
+        _cleanup_(decode_symbolizer_freep) DecodeSymbolizer *s = NULL;
+        int r;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        pthread_mutex_init(&s->lock, NULL);
+        s->im = im;
+        s->ctx = ctx;
+        s->in = in;
+        if (opts)
+                s->opts = *opts;
+        s->n_images = in->n_images;
+        s->images = calloc(in->n_images ?: 1, sizeof(ImageSyms));
+        if (!s->images)
+                return -ENOMEM;
+        if (in->kallsyms) {
+                r = parse_kallsyms(s, in->kallsyms, in->kallsyms_size);
+                if (r < 0)
+                        return r;
+        }
+        *ret = TAKE_PTR(s);
+        return 0;
+}
+
+bool decode_symbolizer_has_kallsyms(const DecodeSymbolizer *s) {
+        return s->n_ksyms > 0;
+}
+
+static const KSym *ksym_find(const DecodeSymbolizer *s, uint64_t addr) {
+        size_t lo = 0, hi = s->n_ksyms;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (s->ksyms[mid].addr <= addr)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0)
+                return NULL;
+        /* Several names at one address: take the first (sorted by name). */
+        lo--;
+        while (lo > 0 && s->ksyms[lo - 1].addr == s->ksyms[lo].addr)
+                lo--;
+        if (addr - s->ksyms[lo].addr >= KSYM_MAX_SPAN)
+                return NULL;
+        return &s->ksyms[lo];
+}
+
+static DecodeSymbol *new_symbol(DecodeSymbolizer *s) {
+        DecodeSymbol *d;
+
+        if (s->n_all == s->allocated_all) {
+                size_t n = s->allocated_all ? s->allocated_all * 2 : 1024;
+                DecodeSymbol **l = reallocarray(s->all, n, sizeof(DecodeSymbol *));
+                if (!l)
+                        return NULL;
+                s->all = l;
+                s->allocated_all = n;
+        }
+        d = calloc(1, sizeof(*d));
+        if (!d)
+                return NULL;
+        s->all[s->n_all++] = d;
+        return d;
+}
+
+static const char *intern(DecodeSymbolizer *s, const char *str) {
+        return str ? strpool_intern(&s->strings, str, strlen(str)) : NULL;
+}
+
+static int u64_cmp(const void *a, const void *b) {
+        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
+
+        return x < y ? -1 : x > y;
+}
+
+static int bounds_add(uint64_t **l, size_t *n, size_t *allocated, uint64_t v) {
+        if (*n == *allocated) {
+                size_t na = *allocated ? *allocated * 2 : 1024;
+                uint64_t *p = reallocarray(*l, na, sizeof(uint64_t));
+                if (!p)
+                        return -ENOMEM;
+                *l = p;
+                *allocated = na;
+        }
+        (*l)[(*n)++] = v;
+        return 0;
+}
+
+/* dwfl_module_addrinfo() scans the whole symbol table on every call (and
+ * the section headers for symbols without size): with one call per new
+ * address, symbolizing a trace cost more than decoding it. What it weighs
+ * for an address only changes where a symbol starts or ends (which
+ * symbols lie below the address and which contain it) or a section does
+ * (symbols without size count in the address's section only); the rest
+ * are exact matches on the start of a symbol without size. So from one
+ * bound to the next the answer is one symbol at one start (but on such a
+ * start), and one call per range suffices. Over-collecting bounds is harmless: it only
+ * makes ranges smaller. Symbols from a file whose sections we do not see
+ * (an embedded .gnu_debugdata) turn the ranges off. */
+static size_t sort_unique(uint64_t *l, size_t n) {
+        size_t u = 1;
+
+        if (n == 0)
+                return 0;
+        qsort(l, n, sizeof(uint64_t), u64_cmp);
+        for (size_t i = 1; i < n; i++)
+                if (l[i] != l[u - 1])
+                        l[u++] = l[i];
+        return u;
+}
+
+static int image_bounds(ImageSyms *is) {
+        _cleanup_free_ uint64_t *l = NULL, *x = NULL;
+        size_t n = 0, allocated = 0, n_x = 0, allocated_x = 0;
+        int nsyms = dwfl_module_getsymtab(is->mod);
+        GElf_Addr bias = 0, dbias = 0;
+        Dwarf *dw = dwfl_module_getdwarf(is->mod, &dbias);
+        Elf *elf = dwfl_module_getelf(is->mod, &bias), *delf = dw ? dwarf_getelf(dw) : NULL;
+
+        for (int i = 0; i < nsyms; i++) {
+                GElf_Sym sym;
+                GElf_Addr value = 0, sbias = 0;
+                GElf_Word shndx;
+                Elf *selem = NULL;
+
+                if (!dwfl_module_getsym_info(is->mod, i, &sym, &value, &shndx, &selem, &sbias))
+                        continue;
+                if (selem != elf && selem != delf)
+                        return 0;
+                uint64_t starts[] = { value, sym.st_value, sym.st_value + sbias };
+                for (size_t k = 0; k < ELEMENTSOF(starts); k++)
+                        if (bounds_add(&l, &n, &allocated, starts[k]) < 0 ||
+                            bounds_add(&l, &n, &allocated, starts[k] + sym.st_size) < 0 ||
+                            (sym.st_size == 0 && bounds_add(&x, &n_x, &allocated_x, starts[k]) < 0))
+                                return -ENOMEM;
+        }
+        /* Section bounds, of the main file and of separate debug info. */
+        for (int pass = 0; pass < 2; pass++) {
+                Elf *e = pass == 0 ? elf : delf;
+                GElf_Addr b = pass == 0 ? bias : dbias;
+                Elf_Scn *scn = NULL;
+
+                while (e && (scn = elf_nextscn(e, scn))) {
+                        GElf_Shdr shdr_mem, *shdr = gelf_getshdr(scn, &shdr_mem);
+                        if (!shdr)
+                                continue;
+                        uint64_t v[] = { shdr->sh_addr, shdr->sh_addr + shdr->sh_size, shdr->sh_addr + b,
+                                         shdr->sh_addr + shdr->sh_size + b };
+                        for (size_t k = 0; k < ELEMENTSOF(v); k++)
+                                if (bounds_add(&l, &n, &allocated, v[k]) < 0)
+                                        return -ENOMEM;
+                }
+        }
+        n = sort_unique(l, n);
+        is->n_exact = sort_unique(x, n_x);
+        is->exact = TAKE_PTR(x);
+        is->ranges = calloc(n + 1, sizeof(RangeSym));
+        if (!is->ranges)
+                return -ENOMEM;
+        is->bounds = TAKE_PTR(l);
+        is->n_bounds = n;
+        return 0;
+}
+
+/* The function containing link, as dwfl_module_addrinfo() names it. */
+static bool bsearch_u64(const uint64_t *l, size_t n, uint64_t v) {
+        size_t lo = 0, hi = n;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (l[mid] == v)
+                        return true;
+                if (l[mid] < v)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return false;
+}
+
+static const char *image_addr_name(DecodeSymbolizer *s, ImageSyms *is, uint64_t link, uint64_t *ret_offset) {
+        size_t lo = 0, hi = is->n_bounds;
+        RangeSym *range = NULL;
+        const char *name;
+        GElf_Off off = 0;
+        GElf_Sym sym;
+
+        if (is->ranges) {
+                /* lo: how many bounds are <= link. */
+                while (lo < hi) {
+                        size_t mid = (lo + hi) / 2;
+                        if (is->bounds[mid] <= link)
+                                lo = mid + 1;
+                        else
+                                hi = mid;
+                }
+                /* On the start of a symbol without size the answer may
+                 * be an exact match. */
+                if (lo == 0 || is->bounds[lo - 1] != link || !bsearch_u64(is->exact, is->n_exact, link))
+                        range = &is->ranges[lo];
+        }
+        if (range && range->known) {
+                *ret_offset = range->name ? link - range->value : 0;
+                return range->name;
+        }
+
+        name = dwfl_module_addrinfo(is->mod, link, &off, &sym, NULL, NULL, NULL);
+        if (name)
+                name = intern(s, name);
+        if (range)
+                *range = (RangeSym){ .known = true, .name = name, .value = link - off };
+        *ret_offset = off;
+        return name;
+}
+
+static ImageSyms *image_syms(DecodeSymbolizer *s, const DecodeLoadedImage *li) {
+        size_t idx = decode_loaded_image_index(li);
+        ImageSyms *is;
+
+        if (idx >= s->n_images)
+                return NULL;
+        is = &s->images[idx];
+        if (!is->tried) {
+                is->tried = true;
+                if (decode_loaded_image_is_elf(li)) {
+                        is->dwfl = dwfl_begin(&dwfl_callbacks);
+                        if (is->dwfl) {
+                                dwfl_report_begin(is->dwfl);
+                                /* Base 0: module addresses are the image's link-time addresses. */
+                                is->mod = dwfl_report_elf(is->dwfl, decode_loaded_image_name(li),
+                                                          decode_loaded_image_path(li), -1, 0, false);
+                                dwfl_report_end(is->dwfl, NULL, NULL);
+                                if (!is->mod) {
+                                        dwfl_end(is->dwfl);
+                                        is->dwfl = NULL;
+                                } else
+                                        (void) image_bounds(is); /* without, every address asks dwfl */
+                        }
+                }
+        }
+        return is;
+}
+
+/* "inner <- outer" for the inlined subroutines containing addr. */
+static const char *inline_chain(DecodeSymbolizer *s, Dwfl_Module *mod, uint64_t addr) {
+        Dwarf_Addr bias = 0;
+        Dwarf_Die *cu = dwfl_module_addrdie(mod, addr, &bias), *scopes = NULL;
+        Buffer b = BUFFER_NULL;
+        const char *res = NULL;
+        int n;
+
+        if (!cu)
+                return NULL;
+        n = dwarf_getscopes(cu, addr - bias, &scopes);
+        for (int i = 0; i < n; i++) {
+                Dwarf_Attribute attr;
+                Dwarf_Die origin;
+                const char *name;
+
+                if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+                        continue;
+                name = dwarf_diename(&scopes[i]);
+                if (!name && dwarf_attr_integrate(&scopes[i], DW_AT_abstract_origin, &attr) &&
+                    dwarf_formref_die(&attr, &origin))
+                        name = dwarf_diename(&origin);
+                if (b.size > 0 && buf_puts(&b, " <- ") < 0)
+                        goto finish;
+                if (buf_puts(&b, name ?: "??") < 0)
+                        goto finish;
+        }
+        if (b.size > 0)
+                res = strpool_intern(&s->strings, (const char *) b.data, b.size);
+finish:
+        free(scopes);
+        buffer_done(&b);
+        return res;
+}
+
+static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection *sec, uint64_t addr) {
+        uint64_t link = sec->link_vaddr + (addr - sec->vaddr);
+        ImageSyms *is = image_syms(s, sec->image);
+        DecodeSymbol *d;
+
+        if (!is)
+                return NULL;
+        d = u64map_get(&is->cache, link);
+        if (d)
+                return d;
+        d = new_symbol(s);
+        if (!d)
+                return NULL;
+        d->dso = intern(s, decode_loaded_image_name(sec->image));
+        if (is->mod) {
+                uint64_t off = 0;
+                const char *name = image_addr_name(s, is, link, &off);
+
+                if (name) {
+                        d->name = name;
+                        d->offset = off;
+                }
+                if (s->opts.want_srcline) {
+                        Dwfl_Line *line = dwfl_module_getsrc(is->mod, link);
+                        if (line) {
+                                int lineno = 0;
+                                const char *file = dwfl_lineinfo(line, NULL, &lineno, NULL, NULL, NULL);
+                                d->file = intern(s, file);
+                                d->line = lineno;
+                        }
+                }
+                if (s->opts.want_inline)
+                        d->inlined = inline_chain(s, is->mod, link);
+        }
+        (void) u64map_put(&is->cache, link, d);
+        return d;
+}
+
+static const DecodeSymbol *lookup_kernel(DecodeSymbolizer *s, uint64_t addr) {
+        const KSym *k = ksym_find(s, addr);
+        DecodeSymbol *d = u64map_get(&s->kcache, addr);
+
+        if (d)
+                return d;
+        d = new_symbol(s);
+        if (!d)
+                return NULL;
+        if (k) {
+                d->name = k->name;
+                d->offset = addr - k->addr;
+                d->dso = k->module ?: intern(s, "[kernel.kallsyms]");
+        } else
+                d->dso = intern(s, "[kernel.kallsyms]");
+        (void) u64map_put(&s->kcache, addr, d);
+        return d;
+}
+
+const DecodeSymbol *decode_symbolizer_lookup(DecodeSymbolizer *s, const DecodeView *v, uint64_t addr) {
+        const DecodeSection *sec = v ? decode_view_find(v, addr) : NULL;
+        const DecodeSymbol *res = NULL;
+
+        pthread_mutex_lock(&s->lock);
+        if (addr >= DECODE_KERNEL_START && s->n_ksyms > 0)
+                res = lookup_kernel(s, addr);
+        else if (sec)
+                res = lookup_image(s, sec, addr);
+        if (!res) {
+                /* No image: name the mapping the side-band knows, if any. */
+                uint64_t key = hash_u64(addr) ^ (uint64_t) (uintptr_t) v;
+                DecodeSymbol *d = u64map_get(&s->nocache, key);
+                if (!d && (d = new_symbol(s))) {
+                        const DecodeProcess *p = v ? decode_context_process(s->ctx, v->pid) : NULL;
+                        const DecodeMapping *m = p ? decode_process_mapping_at(p, addr, p->n_versions && v->version ? p->versions[v->version - 1] : 0, NULL) : NULL;
+                        if (addr >= DECODE_KERNEL_START)
+                                d->dso = intern(s, "[kernel.kallsyms]");
+                        else if (m)
+                                d->dso = m->filename;
+                        (void) u64map_put(&s->nocache, key, d);
+                }
+                res = d;
+        }
+        pthread_mutex_unlock(&s->lock);
+        return res;
+}
+
+const char *decode_symbolizer_kernel_name(DecodeSymbolizer *s, uint64_t addr, uint64_t *ret_offset) {
+        const KSym *k = ksym_find(s, addr);
+
+        if (!k)
+                return NULL;
+        if (ret_offset)
+                *ret_offset = addr - k->addr;
+        return k->name;
+}
+
+int decode_symbolizer_kernel_addr(const DecodeSymbolizer *s, const char *name, uint64_t *ret) {
+        for (size_t i = 0; i < s->n_ksyms; i++)
+                if (streq(s->ksyms[i].name, name) && !s->ksyms[i].module) {
+                        *ret = s->ksyms[i].addr;
+                        return 0;
+                }
+        return -ENOENT;
+}

@@ -1,0 +1,141 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * ptctl status: what ptraced records and what it has done
+ * (io.ptraced.Status), for humans like `chronyc tracking`, or as JSON.
+ * Exits 0 whenever the daemon answered, whatever its state; the state is
+ * the first line (and "state" in JSON) for scripts.
+ */
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdarg.h>
+
+#include "common/basic/log.h"
+#include "common/basic/parse-util.h"
+#include "common/control/protocol.h"
+#include "client/verbs/bundles.h"
+#include "client/verbs/daemon.h"
+#include "client/ptctl.h"
+
+#define STATUS_TIMEOUT (10 * USEC_PER_SEC)
+
+static const struct option status_options[] = {
+        { "help", no_argument, NULL, 'h' },
+        {},
+};
+
+static void help(void) {
+        printf("Usage: ptctl status [OPTIONS...]\n"
+               "\n"
+               "Show what ptraced records: state, CPUs, buffers, achieved lookback,\n"
+               "snapshots and bundles, rate limits, the last error.\n"
+               "\n"
+               "  -h --help               Show this help\n"
+               "     --json               The daemon's Status reply as JSON\n"
+               "     --socket PATH        ptraced's socket (default %s)\n",
+               PTRACED_SOCKET_PATH);
+}
+
+static void field(const char *name, const char *fmt, ...) _printf_(2, 3);
+static void field(const char *name, const char *fmt, ...) {
+        va_list ap;
+
+        printf("%12s: ", name);
+        va_start(ap, fmt);
+        vprintf(fmt, ap);
+        va_end(ap);
+        putchar('\n');
+}
+
+static void print_text_field(const char *name, const char *value) {
+        printf("%12s: ", name);
+        fputs_escaped(stdout, value, 0);
+        putchar('\n');
+}
+
+static void print_human(struct json_object *s) {
+        char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], c[FORMAT_BYTES_MAX], t[FORMAT_TIMESPAN_MAX];
+        const char *state = ptctl_json_string(s, "state") ?: "unknown";
+        const char *status = ptctl_json_string(s, "status"), *last = ptctl_json_string(s, "last_error");
+        int64_t rec = ptctl_json_int(s, "cpus_recording", 0), total = ptctl_json_int(s, "cpus_total", 0);
+        int64_t lookback = ptctl_json_int(s, "lookback_usec", 0), rate = ptctl_json_int(s, "max_rate", 0);
+        int64_t interval = ptctl_json_int(s, "rate_limit_interval_usec", 0);
+        int64_t burst = ptctl_json_int(s, "rate_limit_burst", 0), left = ptctl_json_int(s, "rate_limit_remaining", -1);
+        int64_t warmup = ptctl_json_int(s, "warmup_remaining_usec", 0);
+
+        printf("ptraced: ");
+        fputs_escaped(stdout, state, 0);
+        puts(ptctl_json_bool(s, "simulated", false) ? " (simulated: the emulated intel_pt PMU)" : "");
+        if (status)
+                print_text_field("Status", status);
+        print_text_field("Source", ptctl_json_string(s, "source") ?: "unknown");
+        field("CPUs", "%" PRIi64 " of %" PRIi64 " recording", rec, total);
+        field("Buffers", "%s trace + %s side-band per CPU (MemoryMax %s)",
+              format_bytes(a, sizeof a, (uint64_t) MAX(ptctl_json_int(s, "buffer_size", 0), (int64_t) 0)),
+              format_bytes(b, sizeof b, (uint64_t) MAX(ptctl_json_int(s, "sideband_buffer_size", 0), (int64_t) 0)),
+              format_bytes(c, sizeof c, (uint64_t) MAX(ptctl_json_int(s, "memory_max", 0), (int64_t) 0)));
+        if (lookback > 0)
+                field("Lookback", "%s (busiest CPU %s/s)", format_timespan(t, sizeof t, (usec_t) lookback),
+                      format_bytes(a, sizeof a, (uint64_t) MAX(rate, (int64_t) 0)));
+        else
+                field("Lookback", "not measured yet");
+        field("Snapshots", "%" PRIi64 " taken, %" PRIi64 " written, %" PRIi64 " failed, %" PRIi64 " coalesced, %" PRIi64
+                           " refused",
+              ptctl_json_int(s, "snapshots", 0), ptctl_json_int(s, "bundles_written", 0),
+              ptctl_json_int(s, "bundles_failed", 0), ptctl_json_int(s, "triggers_coalesced", 0),
+              ptctl_json_int(s, "triggers_refused", 0));
+        if (interval > 0 && burst > 0)
+                field("Rate limit", "%" PRIi64 " of %" PRIi64 " snapshots left per %s", MAX(left, (int64_t) 0), burst,
+                      format_timespan(t, sizeof t, (usec_t) interval));
+        else
+                field("Rate limit", "none");
+        if (warmup > 0)
+                field("Warm-up", "%s left", format_timespan(t, sizeof t, (usec_t) warmup));
+        if (ptctl_json_int(s, "sideband_lost", 0) > 0)
+                field("Side-band", "%" PRIi64 " records lost (repaired from /proc)", ptctl_json_int(s, "sideband_lost", 0));
+        if (last)
+                print_text_field("Last error", last);
+        print_text_field("Bundles", ptctl_json_string(s, "directory") ?: "unknown");
+        field("Uptime", "%s", format_timespan(t, sizeof t, (usec_t) MAX(ptctl_json_int(s, "uptime_usec", 0), (int64_t) 0)));
+}
+
+static int verb_status_run(int argc, char **argv) {
+        _cleanup_(varlink_client_freep) VarlinkClient *c = NULL;
+        VarlinkReply reply = {};
+        int r;
+
+        while ((r = getopt_long(argc, argv, verb_status.short_options, status_options, NULL)) >= 0)
+                switch (r) {
+                case 'h':
+                        help();
+                        return PTCTL_EXIT_OK;
+                default:
+                        return PTCTL_EXIT_USAGE;
+                }
+        if (optind < argc) {
+                log_error("ptctl status takes no arguments; unexpected '%s'", argv[optind]);
+                return PTCTL_EXIT_USAGE;
+        }
+
+        r = ptctl_daemon_connect(&c);
+        if (r != 0)
+                return r;
+        r = ptctl_daemon_call(c, PTRACED_METHOD_STATUS, NULL, STATUS_TIMEOUT, "Status", &reply);
+        if (r != 0)
+                return r;
+        if (arg_globals.json)
+                r = ptctl_print_json(reply.parameters);
+        else
+                print_human(reply.parameters);
+        varlink_reply_done(&reply);
+        return r < 0 ? PTCTL_EXIT_FAILURE : PTCTL_EXIT_OK;
+}
+
+const Verb verb_status = {
+        .name = "status",
+        .summary = "Show what ptraced records and has done",
+        .run = verb_status_run,
+        .options = status_options,
+        .short_options = "h",
+};

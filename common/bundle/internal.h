@@ -1,0 +1,28 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/* Helpers shared by the bundle writer and reader; not a public API. */
+
+#include <stdarg.h>
+
+#include "common/basic/macro.h"
+
+#define BUNDLE_ZSTD_SUFFIX ".zst"
+/* Chunk size for streaming I/O: large enough to amortize system calls and
+ * libarchive's per-call work, small enough to stay in L2 with the hash. */
+#define BUNDLE_IO_CHUNK (1024U * 1024U)
+
+/* Set *ret_error (when ret_error is not NULL) and return error. */
+_printf_(3, 4) int bundle_set_error(int error, char **ret_error, const char *fmt, ...);
+
+/* The zstd frame magic, little endian: 28 b5 2f fd. */
+static inline bool bundle_is_zstd_magic(const uint8_t *p, size_t n) {
+        return n >= 4 && p[0] == 0x28 && p[1] == 0xb5 && p[2] == 0x2f && p[3] == 0xfd;
+}
+
+/* An unnamed temporary file: O_TMPFILE in dir_fd when possible (same file
+ * system, real disk), else a memfd. */
+int bundle_anon_tmpfile(int dir_fd, const char *name_hint);
+
+/* "4.0 MiB" for messages. */
+const char *bundle_format_size(char buf[static 32], uint64_t bytes);

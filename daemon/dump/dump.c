@@ -1,0 +1,424 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/eventfd.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "common/bundle/buildid-cache.h"
+#include "common/bundle/images.h"
+#include "common/bundle/bundle.h"
+#include "daemon/dump/dump.h"
+#include "common/basic/fileio.h"
+#include "common/bundle/kcore-copy.h"
+#include "common/pt/scan.h"
+
+/* /proc/kallsyms is a few MiB on a big kernel; refuse anything absurd. */
+#define KALLSYMS_MAX (64U << 20)
+#define MODULES_MAX (4U << 20)
+#define KCORE_COPY_MAX (UINT64_C(1) << 30)
+
+DumpJob *dump_job_free(DumpJob *j) {
+        if (!j)
+                return NULL;
+        free(j->id);
+        recorder_snapshot_free(j->snapshot);
+        buffer_done(&j->sideband);
+        for (size_t i = 0; i < j->n_images; i++)
+                free(j->images[i].path);
+        free(j->images);
+        bundle_manifest_free(j->manifest);
+        free(j->directory);
+        free(j->buildid_cache);
+        free(j->error_text);
+        free(j->path);
+        return mfree(j);
+}
+
+static int job_fail(DumpJob *j, int error, const char *fmt, ...) _printf_(3, 4);
+static int job_fail(DumpJob *j, int error, const char *fmt, ...) {
+        va_list ap;
+
+        j->error = error;
+        free(j->error_text);
+        va_start(ap, fmt);
+        if (vasprintf(&j->error_text, fmt, ap) < 0)
+                j->error_text = NULL;
+        va_end(ap);
+        return error;
+}
+
+/* Per-CPU coverage: bytes, wrap, blackout, and the time range the trace
+ * itself shows (first/last TSC), converted to perf time. */
+static int describe_cpus(DumpJob *j) {
+        RecorderSnapshot *s = j->snapshot;
+        BundleManifest *m = j->manifest;
+
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                SnapshotCpu *sc = &s->cpus[i];
+                BundleCpu *bc = bundle_manifest_add_cpu(m, sc->cpu);
+                PtScanResult scan;
+
+                if (!bc)
+                        return -ENOMEM;
+                bc->buffer_size = sc->aux_size;
+                bc->wrapped = sc->wrapped;
+                bc->blackout_ns = sc->enabled_at > sc->disabled_at ? sc->enabled_at - sc->disabled_at : 0;
+                if (sc->error < 0) {
+                        bc->lost = true;
+                        if (asprintf(&bc->error, "could not be frozen or copied: %s", strerror(-sc->error)) < 0)
+                                return -ENOMEM;
+                        if (!sc->data)
+                                continue;
+                }
+                if (asprintf(&bc->member, "cpu%u.pt", sc->cpu) < 0)
+                        return -ENOMEM;
+                bc->bytes = sc->size;
+
+                if (pt_scan_tsc_range(sc->data, sc->size, &scan) >= 0 && scan.has_tsc) {
+                        bc->has_time = true;
+                        bc->first_tsc = scan.first_tsc;
+                        bc->last_tsc = scan.last_tsc;
+                        if (m->tsc.conversion.cap_user_time_zero) {
+                                bc->first_time = perf_tsc_to_time(&m->tsc.conversion, scan.first_tsc);
+                                bc->last_time = perf_tsc_to_time(&m->tsc.conversion, scan.last_tsc);
+                        } else
+                                bc->has_time = false; /* TSC without a conversion says nothing in perf time */
+                }
+        }
+        bundle_manifest_compute_window(m);
+        return 0;
+}
+
+/* kallsyms, modules and, where /proc/kcore exists, the kernel and module
+ * text: so kernel addresses decode on another machine. */
+static int add_kernel(DumpJob *j, BundleWriter *w) {
+        BundleKernel *k = &j->manifest->kernel;
+        _cleanup_free_ char *kallsyms = NULL, *modules = NULL, *error = NULL;
+        size_t ks = 0, ms = 0;
+        int r;
+
+        r = read_full_file("/proc/kallsyms", KALLSYMS_MAX, &kallsyms, &ks);
+        if (r >= 0) {
+                r = bundle_writer_add_member(w, "kallsyms", kallsyms, ks, 0, &error);
+                if (r < 0)
+                        return job_fail(j, r, "cannot add kallsyms: %s", strna(error));
+                k->kallsyms_member = strdup("kallsyms");
+                if (!k->kallsyms_member)
+                        return -ENOMEM;
+        }
+        r = read_full_file("/proc/modules", MODULES_MAX, &modules, &ms);
+        if (r >= 0) {
+                r = bundle_writer_add_member(w, "modules", modules, ms, 0, &error);
+                if (r < 0)
+                        return job_fail(j, r, "cannot add modules: %s", strna(error));
+                k->modules_member = strdup("modules");
+                if (!k->modules_member)
+                        return -ENOMEM;
+        }
+
+        if (access("/proc/kcore", R_OK) < 0) {
+                k->kcore_absent_reason = strdup(errno == ENOENT ? "this host has no /proc/kcore (CONFIG_PROC_KCORE off)"
+                                                                : "/proc/kcore is not readable");
+                return k->kcore_absent_reason ? 0 : -ENOMEM;
+        }
+        if (!kallsyms) {
+                k->kcore_absent_reason = strdup("kernel text not copied: /proc/kallsyms unreadable");
+                return k->kcore_absent_reason ? 0 : -ENOMEM;
+        }
+
+        _cleanup_close_ int fd = open(j->directory, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        KcoreCopyResult res;
+        if (fd < 0)
+                return job_fail(j, -errno, "cannot create a temporary file in %s for the kernel image: %m",
+                                j->directory);
+        r = kcore_copy("/proc/kcore", kallsyms, modules ?: "", fd, KCORE_COPY_MAX, &res, &error);
+        if (r < 0) {
+                if (asprintf(&k->kcore_absent_reason, "kernel text copy failed: %s", strna(error)) < 0)
+                        return -ENOMEM;
+                return 0;
+        }
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return job_fail(j, -errno, "cannot rewind the kernel image: %m");
+        r = bundle_writer_add_member_fd(w, "kcore.elf", fd, 0, &error);
+        if (r < 0)
+                return job_fail(j, r, "cannot add the kernel image: %s", strna(error));
+        k->kcore_member = strdup("kcore.elf");
+        if (!k->kcore_member)
+                return -ENOMEM;
+        k->text_start = res.text.start;
+        k->text_end = res.text.end;
+        k->modules_start = res.modules.start;
+        k->modules_end = res.modules.end;
+        return 0;
+}
+
+static int add_images(DumpJob *j, BundleWriter *w) {
+        _cleanup_(buildid_cache_freep) BuildIdCache *cache = NULL;
+        _cleanup_(bundle_images_freep) BundleImages *imgs = NULL;
+        _cleanup_free_ char *error = NULL;
+        BundleImageBudget budget = { .max_file_size = j->image_file_max, .max_bundle_size = j->image_budget };
+        int r;
+
+        if (j->n_images == 0)
+                return 0;
+        if (j->buildid_cache) {
+                r = buildid_cache_new(j->buildid_cache, &cache);
+                if (r < 0)
+                        cache = NULL; /* images are then staged without the cache */
+        }
+        /* A private staging directory under <bundles>/.staging (same file
+         * system as the cache, for hard links); the daemon empties
+         * .staging at start, so a crash leaves nothing behind for long. */
+        _cleanup_free_ char *staging = NULL, *staging_root = NULL;
+        if (asprintf(&staging_root, "%s/.staging", j->directory) < 0 ||
+            asprintf(&staging, "%s/%s", staging_root, j->manifest->id) < 0)
+                return -ENOMEM;
+        r = mkdir_p(staging_root, 0700);
+        if (r < 0)
+                return job_fail(j, r, "cannot create %s: %s", staging_root, strerror(-r));
+        r = bundle_images_new(cache, staging, &budget, &imgs);
+        if (r < 0)
+                return job_fail(j, r, "cannot stage images: %s", strerror(-r));
+
+        for (size_t i = 0; i < j->n_images; i++) {
+                DumpImage *img = &j->images[i];
+
+                if (img->vdso) {
+                        (void) bundle_images_add_vdso(imgs, (pid_t) img->pid, img->start, img->end);
+                        continue;
+                }
+                /* Open through the process's root, so a file replaced or
+                 * in another mount namespace is still the one it mapped. */
+                _cleanup_free_ char *open_path = NULL;
+                if (img->pid > 0 && img->path[0] == '/' &&
+                    asprintf(&open_path, "/proc/%u/root%s", img->pid, img->path) < 0)
+                        return -ENOMEM;
+                if (open_path && access(open_path, R_OK) < 0)
+                        open_path = mfree(open_path);
+                (void) bundle_images_add_file(imgs, open_path ?: img->path, img->path,
+                                              img->build_id_size ? img->build_id : NULL, img->build_id_size);
+        }
+
+        r = bundle_images_fill_manifest(imgs, j->manifest);
+        if (r < 0)
+                return job_fail(j, r, "cannot describe images: %s", strerror(-r));
+        r = bundle_images_write(imgs, w, &error);
+        if (r < 0)
+                return job_fail(j, r, "cannot add images: %s", strna(error));
+        return 0;
+}
+
+static char *bundle_file_name(const DumpJob *j) {
+        char ts[32];
+        time_t t = (time_t) (j->manifest->created_realtime_usec / USEC_PER_SEC);
+        struct tm tm;
+        char *s;
+
+        if (!gmtime_r(&t, &tm) || strftime(ts, sizeof ts, "%Y%m%dT%H%M%SZ", &tm) == 0)
+                snprintf(ts, sizeof ts, "%llu", (unsigned long long) t);
+        if (asprintf(&s, "ptraced-%s-%.8s.tar", ts, j->manifest->id) < 0)
+                return NULL;
+        return s;
+}
+
+int dump_job_run(DumpJob *j) {
+        _cleanup_(bundle_writer_freep) BundleWriter *w = NULL;
+        _cleanup_free_ char *name = NULL, *error = NULL;
+        BundleManifest *m = j->manifest;
+        struct stat st;
+        int r;
+
+        j->started_at = now_nsec(CLOCK_MONOTONIC);
+        if (!m->created_realtime_usec)
+                m->created_realtime_usec = now_usec(CLOCK_REALTIME);
+
+        r = describe_cpus(j);
+        if (r < 0)
+                return job_fail(j, r, "cannot describe the snapshot: %s", strerror(-r));
+
+        name = bundle_file_name(j);
+        if (!name)
+                return job_fail(j, -ENOMEM, "out of memory");
+        r = bundle_writer_new(j->directory, name, &j->writer, &w, &error);
+        if (r < 0)
+                return job_fail(j, r, "cannot start bundle %s/%s: %s", j->directory, name, strna(error));
+
+        for (size_t i = 0; i < j->snapshot->n_cpus; i++) {
+                SnapshotCpu *sc = &j->snapshot->cpus[i];
+                char member[32];
+
+                if (!sc->data)
+                        continue;
+                snprintf(member, sizeof member, "cpu%u.pt", sc->cpu);
+                r = bundle_writer_add_member(w, member, sc->data, sc->size, 0, &error);
+                if (r < 0)
+                        return job_fail(j, r, "cannot write %s: %s", member, strna(error));
+                /* The trace is on disk (or in the writer's spool): give the
+                 * memory back now, not when the whole bundle is done. */
+                munmap(sc->data, sc->capacity);
+                sc->data = NULL;
+        }
+
+        m->sideband.member = strdup("sideband.perf");
+        if (!m->sideband.member)
+                return job_fail(j, -ENOMEM, "out of memory");
+        m->sideband.n_records = j->sideband_records;
+        m->sideband.n_lost = j->sideband_lost;
+        r = bundle_writer_add_member(w, "sideband.perf", j->sideband.data, j->sideband.size, 0, &error);
+        if (r < 0)
+                return job_fail(j, r, "cannot write the side-band: %s", strna(error));
+
+        r = add_kernel(j, w);
+        if (r < 0)
+                return j->error ? j->error : job_fail(j, r, "cannot add the kernel: %s", strerror(-r));
+        r = add_images(j, w);
+        if (r < 0)
+                return j->error ? j->error : job_fail(j, r, "cannot add images: %s", strerror(-r));
+
+        r = bundle_writer_finish(w, m, &j->path, &error);
+        if (r < 0)
+                return job_fail(j, r, "cannot finish bundle %s: %s", name, strna(error));
+        if (stat(j->path, &st) >= 0)
+                j->size = (uint64_t) st.st_size;
+        j->finished_at = now_nsec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+/* ---- the dump thread ---- */
+
+struct Dumper {
+        pthread_t thread;
+        bool started;
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        DumpJob **todo;
+        size_t n_todo;
+        DumpJob **done;
+        size_t n_done;
+        bool busy;
+        bool quit;
+        int fd;
+};
+
+static void *dumper_thread(void *userdata) {
+        Dumper *d = userdata;
+
+        pthread_mutex_lock(&d->lock);
+        for (;;) {
+                DumpJob *j;
+
+                while (!d->quit && d->n_todo == 0)
+                        pthread_cond_wait(&d->cond, &d->lock);
+                if (d->n_todo == 0)
+                        break; /* quit, and nothing left to write */
+                j = d->todo[0];
+                memmove(d->todo, d->todo + 1, sizeof(DumpJob *) * --d->n_todo);
+                d->busy = true;
+                pthread_mutex_unlock(&d->lock);
+
+                nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
+                (void) dump_job_run(j);
+                j->cpu_ns = now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+
+                pthread_mutex_lock(&d->lock);
+                d->busy = false;
+                DumpJob **a = realloc(d->done, sizeof(DumpJob *) * (d->n_done + 1));
+                if (a) {
+                        d->done = a;
+                        d->done[d->n_done++] = j;
+                        uint64_t one = 1;
+                        (void) !write(d->fd, &one, sizeof one);
+                } else
+                        dump_job_free(j);
+        }
+        pthread_mutex_unlock(&d->lock);
+        return NULL;
+}
+
+int dumper_new(Dumper **ret) {
+        _cleanup_(dumper_freep) Dumper *d = calloc(1, sizeof(Dumper));
+
+        if (!d)
+                return -ENOMEM;
+        pthread_mutex_init(&d->lock, NULL);
+        pthread_cond_init(&d->cond, NULL);
+        d->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (d->fd < 0)
+                return -errno;
+        if (pthread_create(&d->thread, NULL, dumper_thread, d) != 0)
+                return -EAGAIN;
+        d->started = true;
+        *ret = TAKE_PTR(d);
+        return 0;
+}
+
+Dumper *dumper_free(Dumper *d) {
+        if (!d)
+                return NULL;
+        if (d->started) {
+                /* Finish what was queued: a snapshot taken is a bundle owed. */
+                pthread_mutex_lock(&d->lock);
+                d->quit = true;
+                pthread_cond_broadcast(&d->cond);
+                pthread_mutex_unlock(&d->lock);
+                pthread_join(d->thread, NULL);
+        }
+        for (size_t i = 0; i < d->n_todo; i++)
+                dump_job_free(d->todo[i]);
+        for (size_t i = 0; i < d->n_done; i++)
+                dump_job_free(d->done[i]);
+        free(d->todo);
+        free(d->done);
+        safe_close(d->fd);
+        pthread_mutex_destroy(&d->lock);
+        pthread_cond_destroy(&d->cond);
+        return mfree(d);
+}
+
+int dumper_submit(Dumper *d, DumpJob *j) {
+        DumpJob **a;
+
+        pthread_mutex_lock(&d->lock);
+        a = realloc(d->todo, sizeof(DumpJob *) * (d->n_todo + 1));
+        if (!a) {
+                pthread_mutex_unlock(&d->lock);
+                dump_job_free(j);
+                return -ENOMEM;
+        }
+        d->todo = a;
+        d->todo[d->n_todo++] = j;
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        return 0;
+}
+
+int dumper_fd(Dumper *d) {
+        return d->fd;
+}
+
+int dumper_take(Dumper *d, DumpJob **ret) {
+        uint64_t v;
+
+        pthread_mutex_lock(&d->lock);
+        if (d->n_done == 0) {
+                pthread_mutex_unlock(&d->lock);
+                (void) !read(d->fd, &v, sizeof v);
+                return 0;
+        }
+        *ret = d->done[0];
+        memmove(d->done, d->done + 1, sizeof(DumpJob *) * --d->n_done);
+        pthread_mutex_unlock(&d->lock);
+        return 1;
+}
+
+unsigned dumper_pending(Dumper *d) {
+        unsigned n;
+
+        pthread_mutex_lock(&d->lock);
+        n = (unsigned) d->n_todo + (d->busy ? 1 : 0);
+        pthread_mutex_unlock(&d->lock);
+        return n;
+}

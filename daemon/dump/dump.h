@@ -1,0 +1,78 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The dump stage: turns a frozen snapshot into a bundle on disk, off the
+ * hot path, on a thread of its own. The manager builds a DumpJob on the
+ * event loop (cheap: it moves memory, it does not copy trace) and queues
+ * it; the dump thread scans each CPU's trace for its time range, gathers
+ * images, compresses and writes through the bundle writer, then reports
+ * back through an eventfd the manager polls.
+ */
+
+#include "common/basic/buffer.h"
+#include "common/bundle/bundle.h"
+#include "common/basic/macro.h"
+#include "daemon/recorder/recorder.h"
+
+typedef struct DumpImage {
+        char *path;     /* as mapped */
+        uint8_t build_id[BUNDLE_BUILD_ID_MAX];
+        size_t build_id_size;
+        uint32_t pid;   /* a process mapping it, to open it via /proc/PID/root or map_files */
+        bool vdso;      /* captured from process memory instead of a file */
+        uint64_t start, end; /* the vDSO's range in that process */
+} DumpImage;
+
+typedef struct DumpJob {
+        uint64_t seq; /* the manager's snapshot number */
+        char *id;     /* bundle id, hex */
+
+        RecorderSnapshot *snapshot;
+        Buffer sideband;          /* synthesized process state first, then the raw records, time ordered */
+        uint64_t sideband_records;
+        uint64_t sideband_lost;   /* PERF_RECORD_LOST seen since the previous bundle */
+        bool sideband_complete;   /* the log held everything since the window start */
+        DumpImage *images;
+        size_t n_images;
+
+        /* Descriptions for the manifest (the job owns them). */
+        BundleManifest *manifest; /* host, cpuid, pmu, tsc, trigger, lookback, simulated filled in */
+
+        /* Where and how to write. */
+        char *directory;
+        BundleWriterOptions writer;
+        char max_size_limit[64];     /* the storage limit bounding writer.max_size ("MaxUse=10G") */
+        uint64_t image_budget;       /* bytes of user images per bundle */
+        uint64_t image_file_max;     /* one image larger than this is listed missing */
+        char *buildid_cache;         /* directory of the build-id cache, or NULL */
+
+        /* Results, filled by the dump thread. */
+        int error;
+        char *error_text;
+        char *path;       /* the bundle's final path */
+        uint64_t size;    /* bytes on disk */
+        nsec_t started_at, finished_at;
+        nsec_t cpu_ns;    /* the dump thread's CPU time for this job (for MaxDumpCPUPercent=) */
+} DumpJob;
+
+DumpJob *dump_job_free(DumpJob *j);
+DEFINE_TRIVIAL_CLEANUP_FUNC(DumpJob *, dump_job_free);
+
+/* Write the bundle now, on the calling thread (the dump thread calls this;
+ * tests may too). Fills the results; returns j->error. */
+int dump_job_run(DumpJob *j);
+
+/* A queue with one worker thread. */
+typedef struct Dumper Dumper;
+
+int dumper_new(Dumper **ret);
+Dumper *dumper_free(Dumper *d); /* waits for the job in progress */
+DEFINE_TRIVIAL_CLEANUP_FUNC(Dumper *, dumper_free);
+/* Takes ownership of the job. */
+int dumper_submit(Dumper *d, DumpJob *j);
+/* Readable when finished jobs wait to be taken. */
+int dumper_fd(Dumper *d);
+/* A finished job (1), none (0). */
+int dumper_take(Dumper *d, DumpJob **ret);
+unsigned dumper_pending(Dumper *d);

@@ -1,0 +1,218 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <sys/un.h>
+
+#include "common/basic/parse-util.h"
+#include "daemon/manager/config.h"
+
+const char *const trace_source_names[] = {
+        [TRACE_SOURCE_KERNEL] = "kernel",
+        [TRACE_SOURCE_SIM] = "sim",
+        NULL,
+};
+
+const char *const control_access_names[] = {
+        [CONTROL_ACCESS_GROUP] = "group",
+        [CONTROL_ACCESS_EVERYONE] = "everyone",
+        NULL,
+};
+
+/* AUX areas are mapped in pages; the kernel wants a power of two of them.
+ * perf refuses snapshot buffers below 4 KiB. */
+#define AUX_MIN (4U * 1024U)
+
+static int parse_buffer_size(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
+        uint64_t v;
+
+        if (parse_size(rvalue, &v) < 0 || (v != 0 && (v < AUX_MIN || !IS_POWER_OF_TWO(v) || v % 4096 != 0))) {
+                *ret_valid = strdup("a power of two of at least 4K, e.g. 4M (the kernel maps AUX areas as a power "
+                                    "of two of pages)");
+                return -EINVAL;
+        }
+        *(uint64_t *) field = v;
+        return 0;
+}
+
+static int parse_compress_level(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
+        int v;
+
+        if (parse_int(rvalue, &v) < 0 || v < 1 || v > 19) {
+                *ret_valid = strdup("a zstd level from 1 (fastest) to 19");
+                return -EINVAL;
+        }
+        *(int *) field = v;
+        return 0;
+}
+
+const ConfigItem ptraced_config_items[] = {
+        { "Trace", "Source", config_parse_enum, offsetof(PtracedConfig, source), trace_source_names },
+        { "Trace", "Event", config_parse_string, offsetof(PtracedConfig, event) },
+        { "Trace", "BufferSize", parse_buffer_size, offsetof(PtracedConfig, buffer_size) },
+        { "Trace", "Lookback", config_parse_duration, offsetof(PtracedConfig, lookback) },
+        { "Trace", "MemoryMax", config_parse_size, offsetof(PtracedConfig, memory_max) },
+        { "Trace", "Filter", config_parse_strv, offsetof(PtracedConfig, filters) },
+        { "Trace", "SidebandBufferSize", parse_buffer_size, offsetof(PtracedConfig, sideband_buffer_size) },
+        { "Trace", "SidebandMemoryMax", config_parse_size, offsetof(PtracedConfig, sideband_memory_max) },
+        { "Trace", "RateInterval", config_parse_duration, offsetof(PtracedConfig, rate_interval) },
+        { "Sim", "CPUs", config_parse_uint32, offsetof(PtracedConfig, sim_cpus) },
+        { "Sim", "Rate", config_parse_size, offsetof(PtracedConfig, sim_rate) },
+        { "Sim", "Seed", config_parse_uint64, offsetof(PtracedConfig, sim_seed) },
+        { "Storage", "Directory", config_parse_path, offsetof(PtracedConfig, directory) },
+        { "Storage", "MaxUse", config_parse_size, offsetof(PtracedConfig, max_use) },
+        { "Storage", "KeepFree", config_parse_size, offsetof(PtracedConfig, keep_free) },
+        { "Storage", "MaxBundles", config_parse_uint64, offsetof(PtracedConfig, max_bundles) },
+        { "Storage", "MaxBundleSize", config_parse_size, offsetof(PtracedConfig, max_bundle_size) },
+        { "Storage", "Compress", config_parse_bool, offsetof(PtracedConfig, compress) },
+        { "Storage", "CompressLevel", parse_compress_level, offsetof(PtracedConfig, compress_level) },
+        { "Storage", "ImageBudget", config_parse_size, offsetof(PtracedConfig, image_budget) },
+        { "Storage", "ImageMax", config_parse_size, offsetof(PtracedConfig, image_max) },
+        { "Storage", "BuildIdCacheMax", config_parse_size, offsetof(PtracedConfig, buildid_cache_max) },
+        { "Control", "Socket", config_parse_path, offsetof(PtracedConfig, control.socket) },
+        { "Control", "SocketMode", config_parse_mode, offsetof(PtracedConfig, control.socket_mode) },
+        { "Control", "ReadOnlyAccess", config_parse_enum, offsetof(PtracedConfig, control.read_only_access),
+          control_access_names },
+        { "Control", "MaxConnections", config_parse_uint32, offsetof(PtracedConfig, control.max_connections) },
+        { "Control", "TimeoutSec", config_parse_duration, offsetof(PtracedConfig, control.timeout) },
+        { "Control", "ControlFIFO", config_parse_path, offsetof(PtracedConfig, control.fifo) },
+        { "Control", "AckFIFO", config_parse_path, offsetof(PtracedConfig, control.ack_fifo) },
+        { "Control", "FIFOMode", config_parse_mode, offsetof(PtracedConfig, control.fifo_mode) },
+        { "Triggers", "RateLimitIntervalSec", config_parse_duration, offsetof(PtracedConfig, triggers.interval) },
+        { "Triggers", "RateLimitBurst", config_parse_uint32, offsetof(PtracedConfig, triggers.burst) },
+        { "Triggers", "SourceRateLimitBurst", config_parse_uint32, offsetof(PtracedConfig, triggers.source_burst) },
+        { "Triggers", "WarmupSec", config_parse_duration, offsetof(PtracedConfig, triggers.warmup) },
+        { "Triggers", "DuplicateSuppressionSec", config_parse_duration,
+          offsetof(PtracedConfig, triggers.duplicate_window) },
+        TRIGGER_CONFIG_ITEMS,
+        {},
+};
+
+void ptraced_config_init(PtracedConfig *c) {
+        *c = (PtracedConfig){
+                .source = TRACE_SOURCE_KERNEL,
+                .memory_max = UINT64_C(1) << 30,
+                .sideband_buffer_size = 512 * 1024,
+                .sideband_memory_max = 64U << 20,
+                .rate_interval = 10 * USEC_PER_SEC,
+                .sim_rate = 20U << 20,
+                .sim_seed = 1,
+                .max_use = UINT64_C(10) << 30,
+                .keep_free = UINT64_C(1) << 30,
+                .max_bundles = 100,
+                .max_bundle_size = UINT64_C(4) << 30,
+                .compress = true,
+                .compress_level = 1,
+                .image_budget = 512U << 20,
+                .image_max = 256U << 20,
+                .buildid_cache_max = UINT64_C(2) << 30,
+                .control = {
+                        .socket_mode = 0660,
+                        .read_only_access = CONTROL_ACCESS_GROUP,
+                        .max_connections = 64,
+                        .timeout = 10 * USEC_PER_SEC,
+                        .fifo_mode = 0660,
+                },
+                .triggers = TRIGGER_LIMITS_DEFAULT,
+        };
+}
+
+void ptraced_config_done(PtracedConfig *c) {
+        c->event = mfree(c->event);
+        strv_free(c->filters);
+        c->filters = NULL;
+        c->directory = mfree(c->directory);
+        control_config_done(&c->control);
+        trigger_config_list_free(c->trigger_list);
+        c->trigger_list = NULL;
+}
+
+void control_config_done(ControlConfig *c) {
+        c->socket = mfree(c->socket);
+        c->fifo = mfree(c->fifo);
+        c->ack_fifo = mfree(c->ack_fifo);
+}
+
+int control_config_copy(ControlConfig *dst, const ControlConfig *src) {
+        ControlConfig c = *src;
+
+        c.socket = src->socket ? strdup(src->socket) : NULL;
+        c.fifo = src->fifo ? strdup(src->fifo) : NULL;
+        c.ack_fifo = src->ack_fifo ? strdup(src->ack_fifo) : NULL;
+        if ((src->socket && !c.socket) || (src->fifo && !c.fifo) || (src->ack_fifo && !c.ack_fifo)) {
+                control_config_done(&c);
+                *dst = c;
+                return -ENOMEM;
+        }
+        *dst = c;
+        return 0;
+}
+
+/* [Control] and [Triggers] values that parse but cannot work. */
+static int control_config_check(const ControlConfig *c, const TriggerLimits *t, char **ret_error) {
+        const char *bad = NULL;
+
+        if (c->socket && strlen(c->socket) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
+                bad = "[Control] Socket= is too long for a Unix socket (at most 107 bytes)";
+        else if (c->max_connections < 1 || c->max_connections > 4096)
+                bad = "[Control] MaxConnections= must be between 1 and 4096";
+        else if (c->timeout < USEC_PER_MSEC)
+                bad = "[Control] TimeoutSec= must be at least 1ms, e.g. 10s";
+        else if (c->ack_fifo && !c->fifo)
+                bad = "[Control] AckFIFO= needs ControlFIFO= (acks answer the commands read there)";
+        else if (c->fifo && c->ack_fifo && streq(c->fifo, c->ack_fifo))
+                bad = "[Control] ControlFIFO= and AckFIFO= must be two different paths";
+        else if (c->fifo && (c->socket ? streq(c->fifo, c->socket) : streq(c->fifo, PTRACED_SOCKET_PATH)))
+                bad = "[Control] ControlFIFO= must not be the socket's path";
+        else if (t->burst > TRIGGER_GOVERNOR_BURST_MAX || t->source_burst > TRIGGER_GOVERNOR_BURST_MAX)
+                bad = "[Triggers] RateLimitBurst= and SourceRateLimitBurst= must be at most 10000";
+        if (!bad)
+                return 0;
+        *ret_error = strdup(bad);
+        return -EINVAL;
+}
+
+int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings, char **ret_error) {
+        _cleanup_strv_free_ char **files = NULL;
+        int r;
+
+        if (path)
+                r = config_files_list(path, NULL, &files);
+        else
+                r = config_files_list(PTRACED_CONF_FILE, config_default_dropin_dirs, &files);
+        if (r < 0)
+                return r;
+        r = config_parse_files(ptraced_config_items, trigger_config_templates, files, c, ret_warnings, ret_error);
+        if (r < 0)
+                return r;
+        /* A bad [Trigger:NAME] is a warning naming file:line; the others load. */
+        r = trigger_config_check_all(c->trigger_list, ret_warnings);
+        if (r < 0)
+                return r;
+
+        if (c->buffer_size && c->lookback) {
+                *ret_error = strdup("[Trace] BufferSize= and Lookback= both set: give one (Lookback= sizes the "
+                                    "buffers to keep that much history, within MemoryMax=)");
+                return -EINVAL;
+        }
+        if (c->lookback && c->rate_interval == 0) {
+                *ret_error = strdup("[Trace] Lookback= needs the trace rate, and RateInterval=0 turns its measurement "
+                                    "off: give RateInterval= a duration, or size the buffers with BufferSize=");
+                return -EINVAL;
+        }
+        if (c->memory_max < 2 * AUX_MIN) {
+                *ret_error = strdup("[Trace] MemoryMax= too small: each CPU needs at least 8K (4K of AUX area and "
+                                    "4K to copy it into)");
+                return -EINVAL;
+        }
+        if (c->sideband_memory_max < (1U << 20)) {
+                *ret_error = strdup("[Trace] SidebandMemoryMax= must be at least 1M");
+                return -EINVAL;
+        }
+        if (c->sim_rate == 0) {
+                *ret_error = strdup("[Sim] Rate= must be above 0, e.g. 20M (bytes of trace per second per CPU)");
+                return -EINVAL;
+        }
+        r = control_config_check(&c->control, &c->triggers, ret_error);
+        if (r < 0)
+                return r;
+        return 0;
+}

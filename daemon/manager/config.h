@@ -1,0 +1,97 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * ptraced.conf: the table of every key the daemon understands and the
+ * struct it fills. Defaults live in ptraced_config_init(); ptraced.conf(5)
+ * documents each key (a test checks that every key in the table is there).
+ */
+
+#include "common/basic/conf-parser.h"
+#include "common/basic/macro.h"
+#include "common/basic/time-util.h"
+#include "daemon/trigger/config.h"
+#include "daemon/trigger/governor.h"
+
+typedef enum TraceSource {
+        TRACE_SOURCE_KERNEL,
+        TRACE_SOURCE_SIM,
+        _TRACE_SOURCE_MAX,
+} TraceSource;
+
+/* Who may call the read-only methods of the control socket. */
+typedef enum ControlAccess {
+        CONTROL_ACCESS_GROUP,    /* root and group ptraced, like Snapshot */
+        CONTROL_ACCESS_EVERYONE, /* whoever can connect (see SocketMode=) */
+        _CONTROL_ACCESS_MAX,
+} ControlAccess;
+
+/* [Control]: the varlink socket and the perf-style FIFO pair. */
+typedef struct ControlConfig {
+        char *socket;             /* NULL = PTRACED_SOCKET_PATH */
+        uint32_t socket_mode;
+        int read_only_access;     /* ControlAccess */
+        uint32_t max_connections;
+        usec_t timeout;           /* a connection must complete each call within this */
+        char *fifo;               /* perf's --control fifo:CTL; NULL = none */
+        char *ack_fifo;           /* and its ACK; NULL = no acks */
+        uint32_t fifo_mode;
+} ControlConfig;
+
+extern const char *const control_access_names[];
+
+/* Deep copy (the strings); on failure dst's strings are all NULL. */
+int control_config_copy(ControlConfig *dst, const ControlConfig *src);
+void control_config_done(ControlConfig *c);
+
+typedef struct PtracedConfig {
+        /* [Trace] */
+        int source;                 /* TraceSource */
+        char *event;                /* perf syntax; NULL means the PMU's default, user+kernel */
+        uint64_t buffer_size;       /* AUX bytes per CPU; 0 = from Lookback= or the default */
+        usec_t lookback;            /* history to keep; 0 = size by BufferSize= */
+        uint64_t memory_max;        /* AUX + copy memory across CPUs */
+        char **filters;             /* perf address filter syntax, one per entry */
+        uint64_t sideband_buffer_size; /* tracking ring per CPU */
+        uint64_t sideband_memory_max;  /* side-band kept between snapshots */
+        usec_t rate_interval;       /* re-measure trace rates this often */
+
+        /* [Sim] (Source=sim) */
+        uint32_t sim_cpus;          /* 0 = this machine's */
+        uint64_t sim_rate;          /* trace bytes per second per CPU */
+        uint64_t sim_seed;
+
+        /* [Storage] */
+        char *directory;
+        uint64_t max_use;
+        uint64_t keep_free;
+        uint64_t max_bundles;
+        uint64_t max_bundle_size;
+        bool compress;
+        int compress_level;
+        uint64_t image_budget;      /* user images per bundle */
+        uint64_t image_max;         /* one image */
+        uint64_t buildid_cache_max; /* the build-id cache under the state directory */
+
+        /* [Control] */
+        ControlConfig control;
+
+        /* [Triggers] */
+        TriggerLimits triggers;
+
+        /* [Trigger:NAME] sections, in the order they first appear; invalid
+         * ones stay in the list with their error (daemon/trigger/config.h). */
+        TriggerConfig *trigger_list;
+} PtracedConfig;
+
+extern const ConfigItem ptraced_config_items[];
+extern const char *const trace_source_names[];
+
+void ptraced_config_init(PtracedConfig *c);
+void ptraced_config_done(PtracedConfig *c);
+
+/* Load `path` (and `path`.d/ drop-ins) or, with path == NULL, the default
+ * ptraced.conf and its drop-in directories. Cross-key checks (BufferSize=
+ * a power of two, MemoryMax= room for at least one CPU...) happen here too,
+ * with messages naming the key. */
+int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings, char **ret_error);

@@ -1,0 +1,147 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The recorder: per online CPU, one intel_pt event in snapshot mode (AUX
+ * mapped read-only, overwritten by the hardware) and one dummy tracking
+ * event whose data ring is drained continuously; freeze/copy/thaw.
+ *
+ * It talks to the PMU only through a PmuBackend, so the same code runs on
+ * the kernel's intel_pt PMU and on the emulated one.
+ *
+ * Freeze/copy/thaw: recorder_freeze() disables every CPU's intel_pt event
+ * (the tracking events keep running), then copies each CPU's retained bytes
+ * into memory allocated in advance (prefaulted, locked when allowed) and
+ * re-enables that CPU as soon as its copy is done. The freezing thread
+ * copies first, up to a budget, while copy threads woken once every CPU is
+ * frozen take the rest; the caller's event loop keeps running after that.
+ * When the copies are known (from earlier ones) to be cheap enough that the
+ * last CPU still freezes within 50 us, each CPU is instead disabled, copied
+ * and re-enabled in turn, so no CPU is dark longer than its own copy.
+ * recorder_freeze_fd() becomes readable when all copies are done and
+ * recorder_collect() hands over the result.
+ */
+
+#include "common/basic/macro.h"
+#include "common/perf/record.h"
+#include "common/perf/sys.h"
+#include "common/perf/pmu-backend.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
+#include "common/basic/time-util.h"
+
+typedef struct Recorder Recorder;
+
+typedef enum RecorderCpuState {
+        RECORDER_CPU_OFFLINE,   /* not online */
+        RECORDER_CPU_RECORDING, /* both events open and enabled */
+        RECORDER_CPU_RETRY,     /* intel_pt busy (another user): retrying with backoff */
+        RECORDER_CPU_FAILED,    /* an error that retrying does not fix */
+        _RECORDER_CPU_STATE_MAX,
+} RecorderCpuState;
+
+const char *recorder_cpu_state_to_string(RecorderCpuState s);
+
+typedef struct RecorderOptions {
+        PmuBackend *backend; /* not owned */
+        const Pmu *pmu;      /* not owned */
+        const PtEventConfig *event;
+        uint64_t aux_size;          /* per CPU, power of two, >= 4 KiB */
+        uint64_t sideband_size;     /* data ring of the tracking event, power of two */
+        const char *filter;         /* kernel address filter string, or NULL */
+        unsigned copy_threads;      /* 0: one per online CPU but one (the freezing thread copies too), 1..16 */
+        const struct TrackingFeatures *tracking;
+} RecorderOptions;
+
+/* One CPU's part of a snapshot. */
+typedef struct SnapshotCpu {
+        unsigned cpu;
+        int error;          /* negative errno when this CPU could not be copied */
+        uint8_t *data;      /* retained AUX bytes, oldest first (mmap'ed, data_capacity) */
+        size_t size;
+        size_t capacity;
+        bool wrapped;
+        uint64_t aux_head;  /* offset within the buffer at the freeze */
+        uint64_t aux_size;  /* the buffer's size */
+        nsec_t disabled_at; /* CLOCK_MONOTONIC */
+        nsec_t enabled_at;
+        uint64_t pt_id;     /* the intel_pt event's id, as in its AUX records */
+} SnapshotCpu;
+
+typedef struct RecorderSnapshot {
+        nsec_t trigger_at; /* CLOCK_MONOTONIC when the trigger was received */
+        nsec_t frozen_at;  /* when the last intel_pt event was disabled */
+        nsec_t thawed_at;  /* when the last CPU was re-enabled */
+        SnapshotCpu *cpus;
+        size_t n_cpus;
+} RecorderSnapshot;
+
+RecorderSnapshot *recorder_snapshot_free(RecorderSnapshot *s);
+DEFINE_TRIVIAL_CLEANUP_FUNC(RecorderSnapshot *, recorder_snapshot_free);
+
+int recorder_new(const RecorderOptions *opts, Recorder **ret);
+Recorder *recorder_free(Recorder *r);
+DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
+
+/* Follow CPU hotplug and retry busy CPUs whose backoff expired: open
+ * events on CPUs that came online, close those of CPUs that went away.
+ * Returns the number of CPUs whose state changed. */
+int recorder_sync_cpus(Recorder *r, nsec_t now);
+
+/* Earliest time a RETRY CPU wants another attempt (NSEC_INFINITY: none). */
+nsec_t recorder_next_retry(Recorder *r);
+#define NSEC_INFINITY ((nsec_t) UINT64_MAX)
+
+/* Read every record the tracking rings hold, in per-CPU order; records are
+ * valid only during the callback. A callback error stops the drain.
+ * Corrupt rings (never expected from the kernel) are counted as lost. */
+typedef int (*RecorderRecordCallback)(const void *record, size_t size, unsigned cpu, void *userdata);
+int recorder_drain_sideband(Recorder *r, RecorderRecordCallback cb, void *userdata);
+/* File descriptors that become readable when a tracking ring passes its
+ * watermark, for an event loop: count and the fd of index i (or -1). */
+size_t recorder_n_slots(Recorder *r);
+int recorder_sideband_fd(Recorder *r, size_t i);
+/* PERF_RECORD_LOST events counted in tracking rings since the last call. */
+uint64_t recorder_take_lost(Recorder *r);
+
+/* Start a snapshot: disable all, copy in the background. -EBUSY when one
+ * is in progress (callers coalesce), -ENOBUFS when copy memory is not ready
+ * yet (after the previous snapshot was handed over, before
+ * recorder_replenish()), -ENODEV when no CPU is recording. */
+int recorder_freeze(Recorder *r, nsec_t trigger_at);
+bool recorder_freezing(Recorder *r);
+/* Readable when the copies are done. */
+int recorder_freeze_fd(Recorder *r);
+/* Take the finished snapshot (-EAGAIN while copying). The copy memory
+ * goes with it; call recorder_replenish() to allocate the next set. */
+int recorder_collect(Recorder *r, RecorderSnapshot **ret);
+int recorder_replenish(Recorder *r);
+
+/* Rate measurement for Lookback=: briefly disable each recording CPU to
+ * read its aux_head, and derive bytes/s from the previous reading. The
+ * blackout is a few microseconds per CPU. Returns the slowest measured
+ * rate seen across CPUs in *ret_max_rate (bytes/s), 0 when not yet known. */
+int recorder_measure_rates(Recorder *r, nsec_t now, uint64_t *ret_max_rate);
+/* Change the per-CPU AUX size: reopens every CPU's intel_pt event. */
+int recorder_resize(Recorder *r, uint64_t aux_size);
+
+typedef struct RecorderCpuInfo {
+        unsigned cpu;
+        RecorderCpuState state;
+        int error;              /* last error, negative errno */
+        const char *error_text; /* what to do about it, or NULL */
+        uint64_t aux_size;
+        uint64_t rate;          /* measured bytes/s, 0 unknown */
+        bool wrapped;
+        nsec_t retry_at;
+} RecorderCpuInfo;
+
+/* The TSC to perf time conversion the kernel publishes in the intel_pt
+ * events' metadata pages (the first recording CPU's). -ENODATA when no CPU
+ * records. */
+int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret);
+
+size_t recorder_n_cpus(Recorder *r); /* slots, online or not */
+int recorder_cpu_info(Recorder *r, size_t i, RecorderCpuInfo *ret);
+unsigned recorder_n_recording(Recorder *r);
+uint64_t recorder_aux_size(Recorder *r);

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The side-band kept in memory between snapshots: every record drained from
+ * the tracking rings (and the intel_pt events' own AUX/ITRACE_START
+ * records), with its perf time, for as long as the oldest trace still in
+ * any AUX ring may need it. Bounded twice: by age (sideband_log_expire())
+ * and by bytes (the oldest records go first); a snapshot whose window
+ * starts before the oldest record kept is told so (its process state then
+ * comes from the process model alone).
+ *
+ * Records arrive per CPU in time order but CPUs interleave, so a slice is
+ * sorted by time (stable: records with equal times keep drain order).
+ */
+
+#include "common/basic/buffer.h"
+#include "common/basic/macro.h"
+
+typedef struct SidebandLog SidebandLog;
+
+int sideband_log_new(uint64_t max_bytes, SidebandLog **ret);
+SidebandLog *sideband_log_free(SidebandLog *l);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SidebandLog *, sideband_log_free);
+
+/* Copy one record in. -E2BIG for a record larger than a chunk (never from
+ * the kernel: records are below 64 KiB). */
+int sideband_log_append(SidebandLog *l, const void *record, size_t size, uint64_t time);
+
+/* Drop records older than `before`. */
+void sideband_log_expire(SidebandLog *l, uint64_t before);
+
+/* Append every record with time >= t0, in time order, to out. *ret_complete
+ * tells whether the log still held everything since t0 (nothing newer than
+ * t0 was dropped for lack of memory). */
+int sideband_log_slice(SidebandLog *l, uint64_t t0, Buffer *out, uint64_t *ret_records, bool *ret_complete);
+
+uint64_t sideband_log_bytes(SidebandLog *l);
+uint64_t sideband_log_records(SidebandLog *l);
+/* Time of the newest record dropped for lack of memory (0: none). */
+uint64_t sideband_log_dropped_until(SidebandLog *l);

@@ -1,0 +1,917 @@
+/* SPDX-License-Identifier: MIT */
+
+#include <pthread.h>
+#include <sys/eventfd.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+
+#include "common/basic/fileio.h"
+#include "common/basic/parse-util.h"
+#include "common/perf/record.h"
+#include "common/perf/sys.h"
+#include "daemon/sim/pmu-sim.h"
+
+/* The emulated CPU's intel_pt PMU: a Skylake-SP class core (see
+ * tests/fixtures/sysfs/skylake) with a 2.0 GHz nominal frequency. */
+static const struct {
+        const char *name, *value;
+} sim_formats[] = {
+        { "pt", "config:0" },           { "cyc", "config:1" },          { "pwr_evt", "config:4" },
+        { "fup_on_ptw", "config:5" },   { "mtc", "config:9" },          { "tsc", "config:10" },
+        { "noretcomp", "config:11" },   { "ptw", "config:12" },         { "branch", "config:13" },
+        { "mtc_period", "config:14-17" }, { "cyc_thresh", "config:19-22" }, { "psb_period", "config:24-27" },
+}, sim_caps[] = {
+        { "max_subleaf", "1" },     { "cr3_filtering", "1" },         { "psb_cyc", "1" },
+        { "ip_filtering", "1" },    { "mtc", "1" },                   { "ptwrite", "0" },
+        { "power_event_trace", "0" }, { "topa_output", "1" },         { "topa_multiple_entries", "1" },
+        { "single_range_output", "1" }, { "output_subsys", "0" },     { "payloads_lip", "0" },
+        { "num_address_ranges", "2" }, { "mtc_periods", "249" },      { "cycle_thresholds", "3fff" },
+        { "psb_periods", "3f" },
+};
+#define SIM_NR_ADDR_FILTERS 2
+/* Bits of config the formats above cover; anything else is EINVAL, as the
+ * driver's pt_event_valid() rejects unknown bits. */
+#define SIM_CONFIG_MASK                                                                                      \
+        ((1ULL << 0) | (1ULL << 1) | (1ULL << 4) | (1ULL << 5) | (1ULL << 9) | (1ULL << 10) | (1ULL << 11) |  \
+         (1ULL << 12) | (1ULL << 13) | (0xfULL << 14) | (0xfULL << 19) | (0xfULL << 24))
+
+typedef enum SimEventKind {
+        SIM_EVENT_PT,
+        SIM_EVENT_SIDEBAND, /* an emulated tracking event on a CPU the real machine lacks */
+} SimEventKind;
+
+typedef struct PmuSim PmuSim;
+
+typedef struct SimEvent {
+        PmuSim *sim;
+        SimEventKind kind;
+        int fd; /* eventfd: what the caller polls */
+        unsigned cpu;
+        uint64_t id;
+        struct perf_event_attr attr;
+
+        /* Metadata page + data ring: our mapping and the caller's (same
+         * memfd). */
+        int ring_memfd;
+        uint8_t *ring;
+        size_t ring_size;
+        void *user_ring;
+        struct perf_event_mmap_page *meta;
+        uint64_t lost_records; /* records the data ring had no room for */
+        uint64_t wakeup_head;  /* the kernel's rb->wakeup: data_head at the last wakeup point */
+
+        /* AUX area. */
+        int aux_memfd;
+        uint8_t *aux;
+        size_t aux_size;
+        void *user_aux;
+        uint64_t aux_write; /* offset of the next byte within the buffer */
+        uint64_t total;     /* bytes ever produced */
+
+        /* Production: `lock` serialises the producer's ring writes with
+         * ENABLE/DISABLE, so a DISABLE returns only after the last chunk is
+         * complete. */
+        pthread_mutex_t lock;
+        pthread_cond_t cond;
+        pthread_t thread;
+        bool thread_started;
+        bool enabled;
+        bool started; /* next chunk must begin with PSB+ */
+        bool itrace_logged;
+        bool quit;
+        int produce_error;
+
+        /* keep_truth: the last `aux_size` bytes produced, linear, and the
+         * snapshot of them taken at the last DISABLE. Taking it is a copy of
+         * the whole buffer, which the real PMU's DISABLE does not do: the
+         * DISABLE only marks it due, and it is taken before the history
+         * changes (the producer's next write) or when asked for. */
+        uint8_t *history;
+        uint8_t *truth;
+        size_t truth_size;
+        uint64_t truth_total;
+        bool truth_due;
+} SimEvent;
+
+struct PmuSim {
+        PmuBackend backend;
+        PmuSimOptions opts;
+        pthread_mutex_t lock; /* events[], online[] */
+        SimEvent **events;
+        size_t n_events;
+        SimEvent **by_fd; /* events indexed by their eventfd: ioctl() on the freeze path looks up in O(1) */
+        size_t n_by_fd;
+        bool *online;
+        bool *real_cpu; /* CPUs that exist on this machine: side-band goes to the kernel */
+        uint64_t next_id;
+};
+
+/* ---- time ---- */
+
+uint64_t pmu_sim_tsc_now(void) {
+        /* 2 TSC ticks per ns at 2.0 GHz. */
+        return now_nsec(CLOCK_MONOTONIC) * (PMU_SIM_TSC_HZ / NSEC_PER_SEC);
+}
+
+void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *ret_zero) {
+        /* time = tsc * 2^30 >> 31 = tsc / 2, exactly. */
+        *ret_shift = 31;
+        *ret_mult = 1U << 30;
+        *ret_zero = 0;
+}
+
+/* ---- sysfs ---- */
+
+static int write_sysfs_file(const char *dir, const char *name, const char *value) {
+        _cleanup_free_ char *p = NULL, *v = NULL;
+
+        if (asprintf(&p, "%s/%s", dir, name) < 0 || asprintf(&v, "%s\n", value) < 0)
+                return -ENOMEM;
+        return write_string_file(p, v);
+}
+
+static int sim_write_online(PmuSim *s) {
+        _cleanup_free_ char *dir = NULL;
+        char list[8192] = "";
+        size_t l = 0;
+
+        for (unsigned c = 0; c < s->opts.n_cpus; c++) {
+                unsigned e = c;
+
+                if (!s->online[c])
+                        continue;
+                while (e + 1 < s->opts.n_cpus && s->online[e + 1])
+                        e++;
+                l += (size_t) snprintf(list + l, sizeof list - l, "%s%u", l ? "," : "", c);
+                if (e > c)
+                        l += (size_t) snprintf(list + l, sizeof list - l, "-%u", e);
+                c = e;
+        }
+        if (asprintf(&dir, "%s/devices/system/cpu", s->backend.sysfs_root) < 0)
+                return -ENOMEM;
+        /* Replace atomically: the recorder may read it at any moment. */
+        _cleanup_free_ char *tmp = NULL, *dst = NULL;
+        if (asprintf(&tmp, "%s/.online.tmp", dir) < 0 || asprintf(&dst, "%s/online", dir) < 0)
+                return -ENOMEM;
+        int r = write_sysfs_file(dir, ".online.tmp", list);
+        if (r < 0)
+                return r;
+        return RET_NERRNO(rename(tmp, dst));
+}
+
+static int sim_make_sysfs(PmuSim *s) {
+        _cleanup_free_ char *pmu = NULL, *fmt = NULL, *caps = NULL, *cpu = NULL;
+        char tmpl[] = "/tmp/ptraced-sim-sysfs-XXXXXX", num[32];
+        const char *tmpdir = getenv("TMPDIR");
+        int r;
+
+        if (tmpdir && *tmpdir) {
+                _cleanup_free_ char *t = NULL;
+                if (asprintf(&t, "%s/ptraced-sim-sysfs-XXXXXX", tmpdir) < 0)
+                        return -ENOMEM;
+                if (!mkdtemp(t))
+                        return -errno;
+                s->backend.sysfs_root = TAKE_PTR(t);
+        } else {
+                if (!mkdtemp(tmpl))
+                        return -errno;
+                s->backend.sysfs_root = strdup(tmpl);
+                if (!s->backend.sysfs_root)
+                        return -ENOMEM;
+        }
+
+        if (asprintf(&pmu, "%s/bus/event_source/devices/intel_pt", s->backend.sysfs_root) < 0 ||
+            asprintf(&fmt, "%s/format", pmu) < 0 || asprintf(&caps, "%s/caps", pmu) < 0 ||
+            asprintf(&cpu, "%s/devices/system/cpu", s->backend.sysfs_root) < 0)
+                return -ENOMEM;
+        if ((r = mkdir_p(fmt, 0755)) < 0 || (r = mkdir_p(caps, 0755)) < 0 || (r = mkdir_p(cpu, 0755)) < 0)
+                return r;
+
+        snprintf(num, sizeof num, "%u", PMU_SIM_PMU_TYPE);
+        if ((r = write_sysfs_file(pmu, "type", num)) < 0)
+                return r;
+        snprintf(num, sizeof num, "%u", SIM_NR_ADDR_FILTERS);
+        if ((r = write_sysfs_file(pmu, "nr_addr_filters", num)) < 0)
+                return r;
+        snprintf(num, sizeof num, "%u", PMU_SIM_NOMINAL_RATIO);
+        if ((r = write_sysfs_file(pmu, "max_nonturbo_ratio", num)) < 0)
+                return r;
+        for (size_t i = 0; i < ELEMENTSOF(sim_formats); i++)
+                if ((r = write_sysfs_file(fmt, sim_formats[i].name, sim_formats[i].value)) < 0)
+                        return r;
+        for (size_t i = 0; i < ELEMENTSOF(sim_caps); i++)
+                if ((r = write_sysfs_file(caps, sim_caps[i].name, sim_caps[i].value)) < 0)
+                        return r;
+        return sim_write_online(s);
+}
+
+/* ---- event table ---- */
+
+static SimEvent *sim_find(PmuSim *s, int fd) {
+        return fd >= 0 && (size_t) fd < s->n_by_fd ? s->by_fd[fd] : NULL;
+}
+
+static int sim_index(PmuSim *s, SimEvent *e) {
+        if ((size_t) e->fd >= s->n_by_fd) {
+                size_t n = MAX((size_t) e->fd + 1, s->n_by_fd * 2);
+                SimEvent **a = realloc(s->by_fd, sizeof(SimEvent *) * n);
+                if (!a)
+                        return -ENOMEM;
+                memset(a + s->n_by_fd, 0, sizeof(SimEvent *) * (n - s->n_by_fd));
+                s->by_fd = a;
+                s->n_by_fd = n;
+        }
+        s->by_fd[e->fd] = e;
+        return 0;
+}
+
+/* ---- data ring: what the kernel's perf_output_begin/end do ---- */
+
+static void sim_wakeup(SimEvent *e) {
+        uint64_t one = 1;
+        (void) !write(e->fd, &one, sizeof one);
+}
+
+/* Append a record to the event's data ring; a full ring loses it and
+ * counts it, as the kernel does (a LOST record follows when room is back). */
+static void sim_ring_write(SimEvent *e, const void *rec, size_t size) {
+        struct perf_event_mmap_page *m = e->meta;
+        uint64_t head = m->data_head, tail = ring_load_acquire(&m->data_tail), dsize = m->data_size;
+        uint8_t *data = e->ring + m->data_offset;
+        _cleanup_buffer_ Buffer lost = BUFFER_NULL;
+
+        if (e->lost_records > 0 && head - tail + 40 + size <= dsize) {
+                PerfSampleId sid = { .cpu = e->cpu, .id = e->id, .time = now_nsec(CLOCK_MONOTONIC),
+                                     .sample_type = e->attr.sample_id_all ? e->attr.sample_type : 0 };
+                if (perf_record_append_lost(&lost, e->id, e->lost_records, e->attr.sample_id_all ? &sid : NULL) >= 0 &&
+                    head - tail + lost.size + size <= dsize) {
+                        for (size_t i = 0; i < lost.size; i++)
+                                data[(head + i) & (dsize - 1)] = lost.data[i];
+                        head += lost.size;
+                        e->lost_records = 0;
+                }
+        }
+        if (head - tail + size > dsize) {
+                e->lost_records++;
+                ring_store_release(&m->data_head, head);
+                return;
+        }
+        for (size_t i = 0; i < size; i++)
+                data[(head + i) & (dsize - 1)] = ((const uint8_t *) rec)[i];
+        ring_store_release(&m->data_head, head + size);
+        if (e->kind == SIM_EVENT_PT) {
+                /* The intel_pt event's ring wakes its reader as the kernel
+                 * does (perf_output_begin/put_handle): when the head has
+                 * moved more than the watermark, half the ring unless the
+                 * attr sets one, past the last wakeup point; not for every
+                 * AUX record, which would put a syscall in every DISABLE. */
+                uint64_t wm = e->attr.watermark && e->attr.wakeup_watermark
+                                      ? MIN((uint64_t) e->attr.wakeup_watermark, dsize)
+                                      : dsize / 2;
+                if (head + size - e->wakeup_head <= wm)
+                        return;
+                e->wakeup_head += wm;
+        }
+        sim_wakeup(e);
+}
+
+static PerfSampleId sim_sample_id(SimEvent *e) {
+        return (PerfSampleId){
+                .pid = 0,
+                .tid = 0,
+                .time = now_nsec(CLOCK_MONOTONIC),
+                .cpu = e->cpu,
+                .id = e->id,
+                .sample_type = e->attr.sample_type,
+        };
+}
+
+static void sim_log_record_itrace_start(SimEvent *e) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        PerfSampleId sid = sim_sample_id(e);
+
+        if (perf_record_append_itrace_start(&b, 0, 0, e->attr.sample_id_all ? &sid : NULL) >= 0)
+                sim_ring_write(e, b.data, b.size);
+}
+
+static void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t flags) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        PerfSampleId sid = sim_sample_id(e);
+
+        if (perf_record_append_aux(&b, offset, size, flags, e->attr.sample_id_all ? &sid : NULL) >= 0)
+                sim_ring_write(e, b.data, b.size);
+}
+
+/* ---- production ---- */
+
+/* Called with e->lock held. */
+static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
+        size_t mask = e->aux_size - 1;
+
+        while (n > 0) {
+                size_t off = (size_t) (e->aux_write & mask), k = MIN(n, e->aux_size - off);
+
+                memcpy(e->aux + off, p, k);
+                if (e->history) {
+                        /* history holds the last aux_size bytes produced, linear */
+                        size_t hoff = (size_t) (e->total % e->aux_size);
+                        size_t first = MIN(k, e->aux_size - hoff);
+                        memcpy(e->history + hoff, p, first);
+                        memcpy(e->history, p + first, k - first);
+                }
+                e->aux_write = (e->aux_write + k) & mask;
+                e->total += k;
+                p += k;
+                n -= k;
+        }
+}
+
+/* Called with e->lock held: the snapshot of what the ring held at the last
+ * DISABLE, oldest first, for keep_truth, if not taken yet. Production has
+ * not touched the history since that DISABLE. */
+static void sim_take_truth(SimEvent *e) {
+        size_t n = (size_t) MIN(e->total, (uint64_t) e->aux_size), hoff;
+
+        if (!e->truth_due)
+                return;
+        e->truth_due = false;
+        /* history is circular in `total`: the newest n bytes end at total. */
+        hoff = (size_t) ((e->total - n) % e->aux_size);
+        size_t first = MIN(n, e->aux_size - hoff);
+        memcpy(e->truth, e->history + hoff, first);
+        memcpy(e->truth + first, e->history, n - first);
+        e->truth_size = n;
+        e->truth_total = e->total;
+}
+
+/* Bytes the producer writes per step under the event's lock: a DISABLE
+ * waits for at most one of these, as the hardware's disable waits for its
+ * internal buffer to drain, and never for a preempted producer's bulk copy. */
+#define SIM_PIECE 4096
+
+static void *sim_producer(void *userdata) {
+        SimEvent *e = userdata;
+        PmuSim *s = e->sim;
+        SimTraceSource *src = s->opts.source;
+        /* Wake often enough to produce SIM_PIECE at a time, but at most
+         * every millisecond and at least every 20 ms. */
+        uint64_t tick_ns = MIN(MAX((uint64_t) SIM_PIECE * NSEC_PER_SEC / s->opts.bytes_per_sec, NSEC_PER_MSEC),
+                               20 * NSEC_PER_MSEC);
+        uint8_t buf[SIM_PIECE];
+        double due = 0;
+        uint64_t last = now_nsec(CLOCK_MONOTONIC);
+
+        pthread_mutex_lock(&e->lock);
+        for (;;) {
+                bool start;
+                ssize_t k;
+
+                while (!e->quit && (!e->enabled || !s->online[e->cpu] || e->produce_error < 0)) {
+                        pthread_cond_wait(&e->cond, &e->lock);
+                        last = now_nsec(CLOCK_MONOTONIC);
+                        due = 0;
+                }
+                if (e->quit)
+                        break;
+                pthread_mutex_unlock(&e->lock);
+
+                uint64_t now = now_nsec(CLOCK_MONOTONIC);
+                due += (double) (now - last) * (double) s->opts.bytes_per_sec / 1e9;
+                last = now;
+                /* Never fall more than a second behind (a stalled thread
+                 * does not make up for it in one burst). */
+                due = MIN(due, (double) s->opts.bytes_per_sec);
+
+                /* Produce what is due, a piece (whole packets) at a time. */
+                pthread_mutex_lock(&e->lock);
+                while (!e->quit && e->enabled && s->online[e->cpu] && e->produce_error >= 0 &&
+                       (due >= 64 || e->started)) {
+                        size_t max = (size_t) MIN(due, (double) SIM_PIECE);
+
+                        start = e->started;
+                        if (start)
+                                max = MAX(max, (size_t) 256); /* room for PSB+ */
+                        pthread_mutex_unlock(&e->lock);
+
+                        k = src->produce(src, e->cpu, pmu_sim_tsc_now(), start, buf, max);
+
+                        pthread_mutex_lock(&e->lock);
+                        if (k < 0) {
+                                e->produce_error = (int) k;
+                                break;
+                        }
+                        if (k == 0)
+                                break;
+                        /* A DISABLE while we produced: that execution was
+                         * not traced, and the next piece starts with PSB+. */
+                        if (!e->enabled || !s->online[e->cpu])
+                                break;
+                        sim_take_truth(e);
+                        sim_aux_write(e, buf, (size_t) k);
+                        e->started = false;
+                        due -= (double) k;
+                }
+                if (due < 0)
+                        due = 0;
+                pthread_mutex_unlock(&e->lock);
+
+                struct timespec ts = { 0, (long) tick_ns };
+                (void) nanosleep(&ts, NULL);
+                pthread_mutex_lock(&e->lock);
+        }
+        pthread_mutex_unlock(&e->lock);
+        return NULL;
+}
+
+/* ---- backend operations ---- */
+
+static int sim_validate_pt_attr(PmuSim *s, const struct perf_event_attr *a, pid_t pid, int cpu) {
+        uint64_t c = a->config;
+        unsigned mtc_period = (unsigned) ((c >> 14) & 0xf), cyc_thresh = (unsigned) ((c >> 19) & 0xf),
+                 psb_period = (unsigned) ((c >> 24) & 0xf);
+
+        /* What pt_event_valid() checks, against our caps. */
+        if (c & ~SIM_CONFIG_MASK)
+                return -EINVAL;
+        if (!((0x249u >> mtc_period) & 1) || !((0x3fffu >> cyc_thresh) & 1) || !((0x3fu >> psb_period) & 1))
+                return -EINVAL;
+        if (c & ((1ULL << 12) | (1ULL << 5) | (1ULL << 4))) /* ptw, fup_on_ptw, pwr_evt: caps say 0 */
+                return -EINVAL;
+        if (pid != -1)
+                return -EINVAL; /* emulated: CPU-wide events only */
+        if (cpu < 0 || (unsigned) cpu >= s->opts.n_cpus)
+                return -EINVAL;
+        if (!s->online[cpu])
+                return -ENODEV;
+        return 0;
+}
+
+static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
+                          unsigned long flags) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+        SimEventKind kind;
+        int r;
+
+        if (attr->type == PMU_SIM_PMU_TYPE)
+                kind = SIM_EVENT_PT;
+        else if (attr->type == PERF_TYPE_SOFTWARE && cpu >= 0 && (unsigned) cpu < s->opts.n_cpus &&
+                 !s->real_cpu[cpu]) {
+                if (!s->online[cpu])
+                        return -ENODEV;
+                kind = SIM_EVENT_SIDEBAND;
+        } else {
+                /* Tracking events on real CPUs go to the kernel, on the same
+                 * clock as the emulated TSC. */
+                struct perf_event_attr a = *attr;
+                int fd;
+
+                if (cpu >= 0 && (unsigned) cpu < s->opts.n_cpus && !s->online[cpu])
+                        return -ENODEV;
+                a.use_clockid = 1;
+                a.clockid = CLOCK_MONOTONIC;
+                fd = sys_perf_event_open(&a, pid, cpu, group_fd, flags | PERF_FLAG_FD_CLOEXEC);
+                return fd < 0 ? negative_errno() : fd;
+        }
+
+        pthread_mutex_lock(&s->lock);
+        if (kind == SIM_EVENT_PT) {
+                r = sim_validate_pt_attr(s, attr, pid, cpu);
+                if (r < 0)
+                        goto unlock;
+                for (size_t i = 0; i < s->n_events; i++)
+                        if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == (unsigned) cpu) {
+                                r = -EBUSY; /* the PMU is exclusive per CPU */
+                                goto unlock;
+                        }
+        }
+
+        e = calloc(1, sizeof(*e));
+        SimEvent **a = realloc(s->events, sizeof(SimEvent *) * (s->n_events + 1));
+        if (!e || !a) {
+                free(e);
+                if (a)
+                        s->events = a;
+                r = -ENOMEM;
+                goto unlock;
+        }
+        s->events = a;
+        *e = (SimEvent){
+                .sim = s,
+                .kind = kind,
+                .cpu = (unsigned) cpu,
+                .id = ++s->next_id,
+                .attr = *attr,
+                .ring_memfd = -EBADF,
+                .aux_memfd = -EBADF,
+        };
+        /* Adaptive: a DISABLE that finds the producer mid-piece spins for
+         * the few hundred nanoseconds the piece takes instead of sleeping
+         * and waiting to be scheduled again on a busy machine. */
+        pthread_mutexattr_t ma;
+        pthread_mutexattr_init(&ma);
+        (void) pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
+        pthread_mutex_init(&e->lock, &ma);
+        pthread_mutexattr_destroy(&ma);
+        pthread_cond_init(&e->cond, NULL);
+        e->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+        if (e->fd < 0) {
+                r = negative_errno();
+                free(e);
+                goto unlock;
+        }
+        r = sim_index(s, e);
+        if (r < 0) {
+                safe_close(e->fd);
+                free(e);
+                goto unlock;
+        }
+        s->events[s->n_events++] = e;
+        r = e->fd;
+unlock:
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+static int map_memfd(const char *name, size_t size, int *ret_fd, uint8_t **ret_rw) {
+        _cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
+        void *p;
+
+        if (fd < 0)
+                return -errno;
+        if (ftruncate(fd, (off_t) size) < 0)
+                return -errno;
+        p = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+        if (p == MAP_FAILED)
+                return -errno;
+        *ret_rw = p;
+        *ret_fd = TAKE_FD(fd);
+        return 0;
+}
+
+static int sim_mmap(PmuBackend *b, int fd, size_t length, int prot, off_t offset, void **ret) {
+        PmuSim *s = (PmuSim *) b;
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        SimEvent *e;
+        void *p;
+        int r;
+
+        pthread_mutex_lock(&s->lock);
+        e = sim_find(s, fd);
+        pthread_mutex_unlock(&s->lock);
+        if (!e) {
+                p = mmap(NULL, length, prot, MAP_SHARED, fd, offset);
+                if (p == MAP_FAILED)
+                        return negative_errno();
+                *ret = p;
+                return 0;
+        }
+
+        if (offset == 0) {
+                size_t data = length - page;
+
+                if (length <= page || length % page != 0 || !IS_POWER_OF_TWO(data / page))
+                        return -EINVAL;
+                if (e->ring)
+                        return -EBUSY;
+                r = map_memfd("ptraced-sim-ring", length, &e->ring_memfd, &e->ring);
+                if (r < 0)
+                        return r;
+                e->ring_size = length;
+                e->meta = (struct perf_event_mmap_page *) e->ring;
+                e->meta->version = 0;
+                e->meta->compat_version = 0;
+                e->meta->data_offset = page;
+                e->meta->data_size = data;
+                if (e->kind == SIM_EVENT_PT) {
+                        e->meta->cap_user_time = 1;
+                        e->meta->cap_user_time_zero = 1;
+                        uint64_t zero;
+                        pmu_sim_tsc_conversion(&e->meta->time_shift, &e->meta->time_mult, &zero);
+                        e->meta->time_zero = zero;
+                }
+                p = mmap(NULL, length, prot, MAP_SHARED, e->ring_memfd, 0);
+                if (p == MAP_FAILED)
+                        return negative_errno();
+                e->user_ring = p;
+                *ret = p;
+                return 0;
+        }
+
+        /* The AUX area, where the caller announced it in the metadata page. */
+        if (e->kind != SIM_EVENT_PT || !e->meta)
+                return -EINVAL;
+        if ((uint64_t) offset != e->meta->aux_offset || length != e->meta->aux_size ||
+            e->meta->aux_offset < e->ring_size || length % page != 0 || !IS_POWER_OF_TWO(length / page))
+                return -EINVAL;
+        if (prot & PROT_WRITE)
+                return -EOPNOTSUPP; /* full-trace mode is not emulated */
+        if (e->aux)
+                return -EBUSY;
+        r = map_memfd("ptraced-sim-aux", length, &e->aux_memfd, &e->aux);
+        if (r < 0)
+                return r;
+        e->aux_size = length;
+        if (s->opts.keep_truth) {
+                e->history = calloc(1, length);
+                e->truth = malloc(length);
+                if (!e->history || !e->truth)
+                        return -ENOMEM;
+        }
+        p = mmap(NULL, length, PROT_READ, MAP_SHARED, e->aux_memfd, 0);
+        if (p == MAP_FAILED)
+                return negative_errno();
+        e->user_aux = p;
+        *ret = p;
+
+        if (pthread_create(&e->thread, NULL, sim_producer, e) != 0)
+                return -EAGAIN;
+        e->thread_started = true;
+        return 0;
+}
+
+static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+
+        pthread_mutex_lock(&s->lock);
+        e = sim_find(s, fd);
+        pthread_mutex_unlock(&s->lock);
+        if (e) {
+                /* Our own mappings live until close, like the kernel's ring. */
+                if (addr == e->user_ring)
+                        e->user_ring = NULL;
+                else if (addr == e->user_aux)
+                        e->user_aux = NULL;
+                else
+                        return -EINVAL;
+        }
+        return RET_NERRNO(munmap(addr, length));
+}
+
+static int sim_enable(SimEvent *e, bool on) {
+        pthread_mutex_lock(&e->lock);
+        if (on && !e->enabled) {
+                e->enabled = true;
+                e->started = true;
+                if (e->kind == SIM_EVENT_PT && e->meta && !e->itrace_logged) {
+                        sim_log_record_itrace_start(e);
+                        e->itrace_logged = true;
+                }
+                pthread_cond_broadcast(&e->cond);
+        } else if (!on && e->enabled) {
+                e->enabled = false;
+                if (e->kind == SIM_EVENT_PT && e->aux) {
+                        /* Snapshot mode: aux_head is the offset within the
+                         * buffer; the AUX record carries it and the whole
+                         * buffer size, with OVERWRITE set. */
+                        ring_store_release(&e->meta->aux_head, e->aux_write);
+                        sim_log_record_aux(e, e->aux_write, e->aux_size, PERF_AUX_FLAG_OVERWRITE);
+                        e->truth_due = e->truth != NULL;
+                }
+        }
+        pthread_mutex_unlock(&e->lock);
+        return 0;
+}
+
+static int sim_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long arg) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+
+        pthread_mutex_lock(&s->lock);
+        e = sim_find(s, fd);
+        pthread_mutex_unlock(&s->lock);
+        if (!e)
+                return RET_NERRNO(ioctl(fd, request, arg));
+
+        switch (request) {
+        case PERF_EVENT_IOC_ENABLE:
+                return sim_enable(e, true);
+        case PERF_EVENT_IOC_DISABLE:
+                return sim_enable(e, false);
+        case PERF_EVENT_IOC_ID:
+                if (!arg)
+                        return -EFAULT;
+                memcpy((void *) arg, &e->id, sizeof(e->id));
+                return 0;
+        case PERF_EVENT_IOC_SET_FILTER: {
+                const char *f = (const char *) arg;
+                unsigned n = 0;
+
+                if (e->kind != SIM_EVENT_PT || !f)
+                        return -EINVAL;
+                /* The kernel counts filters separated by ',' or ' ' and
+                 * refuses more than nr_addr_filters. */
+                for (const char *p = f; *p; p++)
+                        if ((p == f || p[-1] == ',' || p[-1] == ' ') && *p != ',' && *p != ' ')
+                                n++;
+                if (n > SIM_NR_ADDR_FILTERS)
+                        return -EOPNOTSUPP;
+                if (!s->opts.source->set_filter)
+                        return -EOPNOTSUPP;
+                return s->opts.source->set_filter(s->opts.source, e->cpu, f);
+        }
+        default:
+                return -ENOTTY;
+        }
+}
+
+static void sim_event_free(SimEvent *e) {
+        pthread_mutex_lock(&e->lock);
+        e->quit = true;
+        pthread_cond_broadcast(&e->cond);
+        pthread_mutex_unlock(&e->lock);
+        if (e->thread_started)
+                pthread_join(e->thread, NULL);
+        if (e->ring)
+                munmap(e->ring, e->ring_size);
+        if (e->aux)
+                munmap(e->aux, e->aux_size);
+        safe_close(e->ring_memfd);
+        safe_close(e->aux_memfd);
+        safe_close(e->fd);
+        free(e->history);
+        free(e->truth);
+        pthread_mutex_destroy(&e->lock);
+        pthread_cond_destroy(&e->cond);
+        free(e);
+}
+
+static int sim_close(PmuBackend *b, int fd) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e = NULL;
+
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_events; i++)
+                if (s->events[i]->fd == fd) {
+                        e = s->events[i];
+                        s->events[i] = s->events[--s->n_events];
+                        s->by_fd[fd] = NULL;
+                        break;
+                }
+        pthread_mutex_unlock(&s->lock);
+        if (!e)
+                return RET_NERRNO(close(fd));
+        sim_event_free(e);
+        return 0;
+}
+
+static void sim_free(PmuBackend *b) {
+        PmuSim *s = (PmuSim *) b;
+
+        for (size_t i = 0; i < s->n_events; i++)
+                sim_event_free(s->events[i]);
+        free(s->events);
+        free(s->by_fd);
+        if (s->opts.source && s->opts.source->free)
+                s->opts.source->free(s->opts.source);
+        if (b->sysfs_root)
+                (void) rm_rf(b->sysfs_root); /* the tree is ours alone */
+        free(b->sysfs_root);
+        free(s->online);
+        free(s->real_cpu);
+        pthread_mutex_destroy(&s->lock);
+        free(s);
+}
+
+static const PmuBackendOps sim_ops = {
+        .event_open = sim_event_open,
+        .mmap = sim_mmap,
+        .munmap = sim_munmap,
+        .ioctl = sim_ioctl,
+        .close = sim_close,
+        .free = sim_free,
+};
+
+int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
+        PmuSim *s;
+        _cleanup_free_ bool *real = NULL;
+        _cleanup_free_ char *line = NULL;
+        size_t n_real = 0;
+        int r;
+
+        if (!opts->source || !opts->source->produce || opts->n_cpus == 0 || opts->n_cpus > 4096 ||
+            opts->bytes_per_sec == 0)
+                return -EINVAL;
+
+        s = calloc(1, sizeof(*s));
+        if (!s)
+                return -ENOMEM;
+        s->backend.ops = &sim_ops;
+        s->backend.name = "sim";
+        s->backend.simulated = true;
+        s->opts = *opts;
+        pthread_mutex_init(&s->lock, NULL);
+        s->online = calloc(opts->n_cpus, sizeof(bool));
+        s->real_cpu = calloc(opts->n_cpus, sizeof(bool));
+        if (!s->online || !s->real_cpu) {
+                sim_free(&s->backend);
+                return -ENOMEM;
+        }
+        for (unsigned c = 0; c < opts->n_cpus; c++)
+                s->online[c] = true;
+
+        /* Which emulated CPUs exist on this machine, so their side-band can
+         * be the kernel's real one. */
+        if (read_one_line_file("/sys/devices/system/cpu/online", &line) >= 0 &&
+            parse_cpu_list(line, &real, &n_real) >= 0)
+                for (unsigned c = 0; c < opts->n_cpus && c < n_real; c++)
+                        s->real_cpu[c] = real[c];
+
+        s->opts.source->backend = &s->backend;
+        r = sim_make_sysfs(s);
+        if (r < 0) {
+                s->opts.source = NULL; /* not ours on failure */
+                sim_free(&s->backend);
+                return r;
+        }
+        *ret = &s->backend;
+        return 0;
+}
+
+int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online) {
+        PmuSim *s = (PmuSim *) b;
+        int r;
+
+        if (b->ops != &sim_ops || cpu >= s->opts.n_cpus)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        s->online[cpu] = online;
+        r = sim_write_online(s);
+        /* Events of an offline CPU stop producing (the kernel also stops
+         * them; the recorder sees the CPU gone from sysfs and closes). */
+        for (size_t i = 0; i < s->n_events; i++)
+                if (s->events[i]->cpu == cpu) {
+                        pthread_mutex_lock(&s->events[i]->lock);
+                        pthread_cond_broadcast(&s->events[i]->cond);
+                        pthread_mutex_unlock(&s->events[i]->lock);
+                }
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+static SimEvent *sim_pt_event(PmuSim *s, unsigned cpu) {
+        for (size_t i = 0; i < s->n_events; i++)
+                if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == cpu)
+                        return s->events[i];
+        return NULL;
+}
+
+int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_size, uint64_t *ret_total) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+
+        if (b->ops != &sim_ops)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        e = sim_pt_event(s, cpu);
+        pthread_mutex_unlock(&s->lock);
+        if (!e || !e->truth)
+                return -ENOENT;
+        pthread_mutex_lock(&e->lock);
+        sim_take_truth(e);
+        pthread_mutex_unlock(&e->lock);
+        *ret = e->truth;
+        *ret_size = e->truth_size;
+        *ret_total = e->truth_total;
+        return 0;
+}
+
+uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+        uint64_t t = 0;
+
+        if (b->ops != &sim_ops)
+                return 0;
+        pthread_mutex_lock(&s->lock);
+        e = sim_pt_event(s, cpu);
+        if (e) {
+                pthread_mutex_lock(&e->lock);
+                t = e->total;
+                pthread_mutex_unlock(&e->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return t;
+}
+
+int pmu_sim_inject_sideband(PmuBackend *b, unsigned cpu, const void *record, size_t size) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e = NULL;
+
+        if (b->ops != &sim_ops)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->n_events; i++)
+                if (s->events[i]->kind == SIM_EVENT_SIDEBAND && s->events[i]->cpu == cpu)
+                        e = s->events[i];
+        if (e) {
+                pthread_mutex_lock(&e->lock);
+                if (e->enabled && e->meta)
+                        sim_ring_write(e, record, size);
+                pthread_mutex_unlock(&e->lock);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return e ? 0 : -ENOENT;
+}

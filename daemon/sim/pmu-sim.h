@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The emulated intel_pt PMU: a PmuBackend that behaves like the kernel's
+ * Intel PT driver in snapshot mode, for machines without Intel PT (tests,
+ * CI, `ptraced --source=sim`). What it emulates, from
+ * arch/x86/events/intel/pt.c and kernel/events/ring_buffer.c:
+ *
+ *  - perf_event_open of the intel_pt type: one event per CPU, CPU-wide
+ *    only; config validated against the caps like the driver does (EINVAL);
+ *    a second intel_pt event on a CPU gets EBUSY (the PMU is exclusive);
+ *    an offline CPU gets ENODEV.
+ *  - mmap: the metadata page + data ring, then the AUX area at the
+ *    aux_offset/aux_size written into the metadata page. AUX mapped
+ *    PROT_READ is overwrite (snapshot) mode: the producer writes around the
+ *    ring forever. Full-trace mode (PROT_WRITE) is not emulated (EOPNOTSUPP).
+ *  - ENABLE: trace production starts; the stream begins with a PSB, as the
+ *    hardware starts one when TraceEn is set; the first enable logs an
+ *    ITRACE_START record in the data ring.
+ *  - DISABLE: production stops at a packet boundary before the ioctl
+ *    returns; aux_head is set to the write offset *within* the buffer (the
+ *    snapshot-mode convention perf's intel_pt_find_snapshot expects) and a
+ *    PERF_RECORD_AUX {offset, size = buffer size, OVERWRITE} is logged.
+ *  - The AUX buffer starts zeroed, like the kernel's GFP_ZERO pages, which
+ *    is what wrap detection relies on.
+ *
+ * Trace bytes come from a SimTraceSource (the trace synthesizer in
+ * production, simple generators in tests), produced on one background
+ * thread per CPU at a configured byte rate, so freezing and copying race
+ * with production as they do with hardware.
+ *
+ * Time: these VMs give no TSC conversion in perf_event_mmap_page, so the
+ * emulated TSC is derived from CLOCK_MONOTONIC (tsc = ns * tsc_hz / 1e9)
+ * and the tracking (software) events are opened on the real kernel with
+ * use_clockid=CLOCK_MONOTONIC. Side-band times and trace timestamps then
+ * share one clock exactly, and the conversion published in the emulated
+ * metadata page (time_zero/time_mult/time_shift) is exact.
+ */
+
+#include "common/perf/pmu-backend.h"
+
+typedef struct SimTraceSource SimTraceSource;
+
+struct SimTraceSource {
+        /* Called on `cpu`'s producer thread. Write complete packets of the
+         * trace of `cpu` covering execution up to `until_tsc` into buf, at
+         * most `max` bytes; return the number written (0 is fine) or
+         * negative errno (production on that CPU stops). When `start` is
+         * true tracing was just enabled: begin with PSB+. */
+        ssize_t (*produce)(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+                           size_t max);
+        /* The recorder set an address filter (kernel syntax) on `cpu`. May be
+         * NULL: then filters are accepted and reported as not applied. */
+        int (*set_filter)(SimTraceSource *s, unsigned cpu, const char *filter);
+        void (*free)(SimTraceSource *s);
+        void *userdata;
+        /* Set by pmu_sim_new(): the backend this source feeds, for
+         * pmu_sim_inject_sideband(). */
+        PmuBackend *backend;
+};
+
+typedef struct PmuSimOptions {
+        unsigned n_cpus;         /* CPUs of the emulated machine */
+        uint64_t bytes_per_sec;  /* trace production rate per CPU */
+        uint64_t chunk;          /* bytes per production step (default 4 KiB) */
+        SimTraceSource *source;  /* owned by the backend from now on */
+        /* Keep, per CPU, the bytes a snapshot taken at the last DISABLE must
+         * contain (tests compare the recorder's copy with it). */
+        bool keep_truth;
+} PmuSimOptions;
+
+/* Emulated machine constants, shared with the trace synthesizer. */
+#define PMU_SIM_TSC_HZ 2000000000ULL /* nominal 2.0 GHz: max_nonturbo_ratio 20 */
+#define PMU_SIM_NOMINAL_RATIO 20
+#define PMU_SIM_CPUID15_EAX 2   /* TSC/CTC = 160/2: a 25 MHz crystal */
+#define PMU_SIM_CPUID15_EBX 160
+#define PMU_SIM_PMU_TYPE 36     /* the intel_pt type in the emulated sysfs */
+
+int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret);
+
+/* CPU hotplug: takes the CPU on/offline in the emulated sysfs; events on a
+ * CPU going offline stop producing, like the kernel's. */
+int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online);
+
+/* The emulated TSC now, and its conversion to perf (CLOCK_MONOTONIC) time. */
+uint64_t pmu_sim_tsc_now(void);
+void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *ret_zero);
+
+/* With keep_truth: the bytes the AUX ring of `cpu` held, oldest first, at
+ * its last DISABLE, and how many bytes had been produced in total. The
+ * pointer stays valid until the next DISABLE of that CPU. */
+int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_size, uint64_t *ret_total);
+
+/* For sources that run synthetic processes on emulated CPUs the real
+ * machine lacks: append a side-band record to that CPU's emulated tracking
+ * event (-ENOENT when the CPU's tracking event is a real kernel one). */
+int pmu_sim_inject_sideband(PmuBackend *b, unsigned cpu, const void *record, size_t size);
+
+/* Statistics: bytes produced per CPU so far. */
+uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu);

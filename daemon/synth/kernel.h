@@ -1,0 +1,40 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The kernel-like image (daemon/synth/kernel/, built at
+ * 0xffffffff81000000 with -mcmodel=kernel) as the synthesizer uses it:
+ * its address space, the entry points the hardware transfers to, and the
+ * two places where a thread switch is visible in the code: the CR3 write
+ * in switch_mm_irqs_off() and the jump to __switch_to in __switch_to_asm.
+ */
+
+#include "daemon/synth/image.h"
+#include "daemon/synth/loader.h"
+
+typedef struct SynthKernel {
+        SynthImage *image; /* reference held by the image set */
+        SynthAddressSpace *as;
+        uint64_t entry_syscall;    /* entry_SYSCALL_64 */
+        uint64_t exc_page_fault;   /* asm_exc_page_fault */
+        uint64_t common_interrupt; /* asm_common_interrupt */
+        uint64_t apic_timer;       /* asm_sysvec_apic_timer_interrupt */
+        uint64_t reschedule_ipi;   /* asm_sysvec_reschedule_ipi */
+        uint64_t ret_from_fork;
+        uint64_t switch_to; /* __switch_to: the jump here switches threads */
+        uint64_t do_idle;
+        /* The static key --text-poke patches (0 in images without it):
+         * the 5-byte NOP, the branch before it, the jump's target. */
+        uint64_t poke_site, poke_guard, poke_slow;
+        uint64_t text_start, text_end;
+        uint64_t init_cr3; /* swapper_pg_dir */
+} SynthKernel;
+
+/* Where the build put the image ("" when not built in this tree). */
+const char *synth_kernel_default_path(void);
+
+int synth_kernel_load(SynthImageSet *set, const char *path, SynthKernel *ret, char **ret_error);
+void synth_kernel_done(SynthKernel *k);
+
+/* The kallsyms text of the image. */
+int synth_kernel_kallsyms(const SynthKernel *k, char **ret, size_t *ret_size);

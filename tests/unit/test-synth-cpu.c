@@ -1,0 +1,154 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The CPU layer driven from outside, as an emulated PMU drives it: our
+ * own address spaces and threads, bytes streamed to our sink in chunks,
+ * switches requested at times we choose.
+ */
+
+#include <intel-pt.h>
+
+#include "common/basic/buffer.h"
+#include "daemon/synth/cpu.h"
+#include "daemon/synth/loader.h"
+#include "test.h"
+
+typedef struct Driver {
+        Buffer out;
+        unsigned n_chunks;
+        unsigned n_switches;
+        uint64_t last_switch;
+        SynthThread *running;
+} Driver;
+
+static void sink(void *userdata, const uint8_t *p, size_t n) {
+        Driver *d = userdata;
+
+        ASSERT_TRUE(n > 0);
+        ASSERT_OK(buffer_append(&d->out, p, n));
+        d->n_chunks++;
+}
+
+static void on_switch(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc, void *userdata) {
+        Driver *d = userdata;
+
+        ASSERT_TRUE(prev == d->running);
+        ASSERT_TRUE(tsc >= d->last_switch);
+        ASSERT_EQ(synth_cpu_tsc(c), tsc);
+        d->running = next;
+        d->last_switch = tsc;
+        d->n_switches++;
+}
+
+static void run(bool kernel) {
+        SynthImageSet set = {};
+        SynthAddressPlan plan = {};
+        SynthKernel k;
+        SynthBlockCache scratch;
+        SynthProcess proc = {.pid = 500, .cr3 = 0x5000};
+        SynthThread *a = NULL, *b = NULL, *idle = NULL;
+        _cleanup_free_ char *error = NULL;
+        Driver d = {};
+        SynthCpu cpu;
+        SynthRng rng;
+        struct pt_config cfg;
+        struct pt_packet_decoder *dec;
+        uint64_t t, hz = 2100000000;
+        SynthCpuConfig cc = {
+                .trace_user = true,
+                .trace_kernel = kernel,
+                .pkt = {.tsc = true,
+                        .mtc = true,
+                        .mtc_freq = 3,
+                        .psb_period = 1,
+                        .nom_freq = 21,
+                        .cpuid_15_eax = 2,
+                        .cpuid_15_ebx = 168,
+                        .os = kernel},
+                .cbr_min = 20,
+                .cbr_max = 30,
+                .seed = 3,
+                .tsc_hz = hz,
+                .sink = sink,
+                .sink_userdata = &d,
+        };
+
+        if (access(synth_kernel_default_path(), R_OK) < 0)
+                test_skip("the kernel-like image is not built");
+        if (access("/usr/bin/ls", R_OK) < 0)
+                test_skip("no /usr/bin/ls");
+        synth_rng_seed(&rng, 3, 0);
+        ASSERT_OK(synth_kernel_load(&set, synth_kernel_default_path(), &k, &error));
+        ASSERT_OK(synth_block_cache_init(&scratch));
+        ASSERT_OK(synth_loader_load_process(&set, &plan, "/usr/bin/ls", &rng, proc.cr3, &proc.as, &error));
+        ASSERT_OK(synth_thread_new(&proc, 500, 500, &k, &scratch, 3, &a));
+        ASSERT_OK(synth_thread_new(&proc, 500, 501, &k, &scratch, 3, &b));
+        ASSERT_OK(synth_thread_new(NULL, 0, 0, &k, &scratch, 3, &idle));
+        ASSERT_OK(synth_thread_park(b, &k, kernel));
+        ASSERT_OK(synth_thread_park(idle, &k, kernel));
+
+        t = UINT64_C(1) << 40;
+        ASSERT_OK(synth_cpu_init(&cpu, 0, &cc, &k, t, idle, on_switch, &d));
+        cpu.keep_truth = false;
+        ASSERT_OK(synth_cpu_start(&cpu, a));
+        d.running = a;
+        /* Our schedule: a, b, idle, a, ... in 30 µs slices, run in 5 µs steps. */
+        for (unsigned slice = 0; slice < 12; slice++) {
+                SynthThread *next = slice % 3 == 0 ? b : slice % 3 == 1 ? idle : a;
+
+                if (next != cpu.cur && !synth_cpu_switch_pending(&cpu))
+                        ASSERT_OK(synth_cpu_request_switch(&cpu, next));
+                for (unsigned step = 0; step < 6; step++) {
+                        uint64_t before = d.out.size;
+
+                        t += 5 * hz / 1000000;
+                        ASSERT_OK(synth_cpu_run(&cpu, t));
+                        ASSERT_TRUE(synth_cpu_tsc(&cpu) >= t);
+                        /* Everything up to now has been handed over. */
+                        ASSERT_EQ(d.out.size, synth_pkt_offset(&cpu.pkt));
+                        ASSERT_TRUE(d.out.size >= before);
+                }
+        }
+        ASSERT_OK(synth_cpu_finish(&cpu));
+        ASSERT_TRUE(d.n_switches >= 6);
+        ASSERT_TRUE(d.n_chunks > 12);
+        ASSERT_EQ(cpu.n_switches, d.n_switches);
+
+        /* The stream is well-formed from its first byte (it starts with PSB). */
+        pt_config_init(&cfg);
+        cfg.begin = d.out.data;
+        cfg.end = d.out.data + d.out.size;
+        dec = pt_pkt_alloc_decoder(&cfg);
+        ASSERT_NOT_NULL(dec);
+        ASSERT_OK(pt_pkt_sync_set(dec, 0));
+        for (;;) {
+                struct pt_packet p;
+                int r = pt_pkt_next(dec, &p, sizeof p);
+
+                if (r == -pte_eos)
+                        break;
+                ASSERT_TRUE(r >= 0);
+        }
+        pt_pkt_free_decoder(dec);
+
+        synth_cpu_done(&cpu);
+        synth_thread_free(a);
+        synth_thread_free(b);
+        synth_thread_free(idle);
+        synth_address_space_free(proc.as);
+        synth_block_cache_done(&scratch);
+        synth_kernel_done(&k);
+        synth_address_plan_done(&plan);
+        synth_image_set_done(&set);
+        buffer_done(&d.out);
+}
+
+static void test_driven_user_only(void) {
+        run(false);
+}
+
+static void test_driven_kernel(void) {
+        run(true);
+}
+
+RUN_TESTS(TEST(test_driven_user_only), TEST(test_driven_kernel));

@@ -1,0 +1,668 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The simulated trace source (daemon/sim/synth-source.c) driven as the emulated
+ * PMU drives it: produce() per CPU with the PMU's clock, `max` bytes at a
+ * time. What it must hold to:
+ *
+ *  - refusals with a message: an event without user space, a bad term, a
+ *    rate below what the timing packets need;
+ *  - on a CPU beyond this machine: a stream that starts with PSB+, whole
+ *    packets never longer than `max`, libipt's instruction-flow decoder
+ *    through all of it without an error on the images the injected MMAP2
+ *    records name, the side-band a kernel would write (FORK, COMM exec,
+ *    MMAP2 with build-ids, SWITCH_CPU_WIDE in time order), the byte rate
+ *    kept, a restart beginning with PSB+, a stalled CPU skipping ahead
+ *    cleanly;
+ *  - on a CPU of this machine (root): the code of a real process that
+ *    runs there, at its real addresses.
+ *
+ * The decode of whole bundles, real CPUs and side-band attribution
+ * included, is tests/ptsynth/test-sim-source-decode.sh (suite decode).
+ *
+ * CPU cost: test_cost prints the CPU time per second of one synthetic CPU
+ * (always busy) at the default rate (20 MB/s): 0.25-0.35 s per second on
+ * the 2-vCPU development VM, for the 8-10 MB/s its walks produce.
+ */
+
+#include <intel-pt.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <time.h>
+
+#include "common/basic/buffer.h"
+#include "common/basic/fileio.h"
+#include "common/basic/parse-util.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
+#include "common/perf/ring.h"
+#include "daemon/sim/pmu-sim.h"
+#include "daemon/sim/synth-source.h"
+#include "test.h"
+#include "common/basic/time-util.h"
+
+#define RATE (20U << 20)
+#define PIECE 4096U
+
+static unsigned n_real_cpus(void) {
+        _cleanup_free_ char *line = NULL;
+        _cleanup_free_ bool *online = NULL;
+        size_t n = 0;
+        unsigned last = 0;
+
+        ASSERT_OK(read_one_line_file("/sys/devices/system/cpu/online", &line));
+        ASSERT_OK(parse_cpu_list(line, &online, &n));
+        for (size_t i = 0; i < n; i++)
+                if (online[i])
+                        last = (unsigned)i + 1;
+        return last;
+}
+
+static void require_root(void) {
+        if (geteuid() != 0)
+                test_skip("needs root: the source follows this machine's CPUs with system-wide perf events");
+}
+
+static void msleep(unsigned ms) {
+        struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+        (void)nanosleep(&ts, NULL);
+}
+
+/* ------------------------------------------------------------------ */
+
+typedef struct Rig {
+        SimTraceSource *src;
+        PmuBackend *pmu;
+        unsigned n_cpus;
+        unsigned cpu; /* the CPU under test */
+        int sb_fd;
+        void *sb_map;
+        size_t sb_size;
+        PerfRing ring;
+        Buffer sideband; /* records read from the tracking event */
+        Buffer trace;    /* the stream of `cpu` */
+        uint64_t calls, max_seen;
+} Rig;
+
+/* A source and its emulated PMU with `n_cpus` CPUs; for a CPU beyond the
+ * machine, its emulated tracking event opened and enabled as the recorder
+ * would. */
+static void rig_init(Rig *r, unsigned n_cpus, unsigned cpu, uint64_t rate) {
+        SimSourceOptions so = {.n_cpus = n_cpus, .seed = 7, .bytes_per_sec = rate};
+        _cleanup_free_ char *error = NULL;
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        PmuSimOptions po;
+        int k;
+
+        *r = (Rig){.n_cpus = n_cpus, .cpu = cpu, .sb_fd = -EBADF};
+        k = sim_trace_source_new_full(&so, &r->src, &error);
+        if (k < 0)
+                test_fail("sim_trace_source_new_full: %s (%s)", strerror(-k), strna(error));
+        po = (PmuSimOptions){.n_cpus = n_cpus, .bytes_per_sec = rate, .source = r->src};
+        ASSERT_OK(pmu_sim_new(&po, &r->pmu));
+        if (cpu >= n_real_cpus()) {
+                TrackingFeatures f;
+                struct perf_event_attr a;
+
+                tracking_features_all(&f);
+                perf_attr_tracking(&f, 0, &a);
+                r->sb_fd = pmu_backend_event_open(r->pmu, &a, -1, (int)cpu, -1, 0);
+                ASSERT_OK(r->sb_fd);
+                r->sb_size = page * 257;
+                ASSERT_OK(pmu_backend_mmap(r->pmu, r->sb_fd, r->sb_size, PROT_READ | PROT_WRITE, 0,
+                                           &r->sb_map));
+                ASSERT_OK(perf_ring_init(&r->ring, r->sb_map, r->sb_size, page));
+                ASSERT_OK(pmu_backend_ioctl(r->pmu, r->sb_fd, PERF_EVENT_IOC_ENABLE, 0));
+        }
+}
+
+static void rig_drain(Rig *r) {
+        const void *rec;
+        size_t size;
+
+        if (r->sb_fd < 0)
+                return;
+        perf_ring_begin(&r->ring);
+        while (perf_ring_next(&r->ring, &rec, &size) > 0)
+                ASSERT_OK(buffer_append(&r->sideband, rec, size));
+        perf_ring_end(&r->ring);
+}
+
+static void rig_done(Rig *r) {
+        if (r->sb_fd >= 0) {
+                perf_ring_done(&r->ring);
+                (void)pmu_backend_munmap(r->pmu, r->sb_fd, r->sb_map, r->sb_size);
+                (void)pmu_backend_close(r->pmu, r->sb_fd);
+        }
+        pmu_backend_free(r->pmu); /* frees the source too */
+        buffer_done(&r->sideband);
+        buffer_done(&r->trace);
+}
+
+/* What the PMU's producer thread does for one tick: ask for pieces until
+ * the source has nothing more. Returns the bytes taken. */
+static size_t rig_tick(Rig *r, uint64_t until, bool start, size_t max, Buffer *into) {
+        uint8_t buf[PIECE];
+        size_t total = 0;
+
+        ASSERT_TRUE(max <= sizeof buf);
+        for (unsigned i = 0; i < 4096; i++) {
+                ssize_t n = r->src->produce(r->src, r->cpu, until, start, buf, max);
+
+                ASSERT_OK(n);
+                r->calls++;
+                if (n == 0)
+                        break;
+                ASSERT_TRUE((size_t)n <= max);
+                r->max_seen = MAX(r->max_seen, (uint64_t)n);
+                ASSERT_OK(buffer_append(into ?: &r->trace, buf, (size_t)n));
+                total += (size_t)n;
+                start = false;
+        }
+        rig_drain(r);
+        return total;
+}
+
+/* Run `ms` milliseconds of the PMU's clock in 1 ms ticks. */
+static void rig_run(Rig *r, unsigned ms, size_t max) {
+        uint64_t end = now_nsec(CLOCK_MONOTONIC) + (uint64_t)ms * NSEC_PER_MSEC;
+        bool start = r->trace.size == 0;
+
+        while (now_nsec(CLOCK_MONOTONIC) < end) {
+                size_t n = rig_tick(r, pmu_sim_tsc_now(), start, max, NULL);
+
+                if (n > 0)
+                        start = false;
+                msleep(1);
+        }
+}
+
+/* ------------------------------------------------------------------ */
+/* Checking streams */
+
+static const uint8_t psb[16] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+                                0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82};
+
+static void config_for(struct pt_config *cfg, const Buffer *b) {
+        pt_config_init(cfg);
+        cfg->begin = b->data;
+        cfg->end = b->data + b->size;
+        cfg->cpu.vendor = pcv_intel;
+        cfg->cpu.family = 6;
+        cfg->cpu.model = 85;
+        cfg->cpu.stepping = 4;
+        (void)pt_cpu_errata(&cfg->errata, &cfg->cpu);
+        cfg->cpuid_0x15_eax = PMU_SIM_CPUID15_EAX;
+        cfg->cpuid_0x15_ebx = PMU_SIM_CPUID15_EBX;
+        cfg->nom_freq = PMU_SIM_NOMINAL_RATIO;
+        cfg->mtc_freq = 3;
+}
+
+typedef struct PacketStats {
+        uint64_t packets, psbs, pges, pgds, tsc_first, tsc_last;
+        uint64_t *pge_ips;
+        size_t n_pge_ips;
+} PacketStats;
+
+/* Every byte through libipt's packet decoder from offset 0; the IPs of
+ * TIP.PGE, decompressed as the hardware compresses them. */
+static void check_packets(const Buffer *b, PacketStats *st) {
+        struct pt_packet_decoder *dec;
+        struct pt_config cfg;
+        uint64_t last_ip = 0;
+
+        *st = (PacketStats){};
+        ASSERT_TRUE(b->size >= sizeof psb);
+        ASSERT_TRUE(memcmp(b->data, psb, sizeof psb) == 0);
+        config_for(&cfg, b);
+        dec = pt_pkt_alloc_decoder(&cfg);
+        ASSERT_NOT_NULL(dec);
+        ASSERT_OK(pt_pkt_sync_set(dec, 0));
+        for (;;) {
+                struct pt_packet p;
+                uint64_t ip = 0;
+                int k = pt_pkt_next(dec, &p, sizeof p);
+
+                if (k == -pte_eos)
+                        break;
+                if (k < 0)
+                        test_fail("packet error %d (%s) after %" PRIu64 " packets", k,
+                                  pt_errstr(pt_errcode(k)), st->packets);
+                st->packets++;
+                switch (p.type) {
+                case ppt_psb:
+                        st->psbs++;
+                        last_ip = 0;
+                        break;
+                case ppt_tsc:
+                        if (!st->tsc_first)
+                                st->tsc_first = p.payload.tsc.tsc;
+                        st->tsc_last = p.payload.tsc.tsc;
+                        break;
+                case ppt_tip:
+                case ppt_tip_pge:
+                case ppt_tip_pgd:
+                case ppt_fup:
+                        switch (p.payload.ip.ipc) {
+                        case pt_ipc_suppressed:
+                                ip = 0;
+                                break;
+                        case pt_ipc_update_16:
+                                ip = (last_ip & ~UINT64_C(0xffff)) | (p.payload.ip.ip & 0xffff);
+                                break;
+                        case pt_ipc_update_32:
+                                ip = (last_ip & ~UINT64_C(0xffffffff)) | (p.payload.ip.ip & 0xffffffff);
+                                break;
+                        case pt_ipc_update_48:
+                                ip = (last_ip & ~UINT64_C(0xffffffffffff)) |
+                                     (p.payload.ip.ip & UINT64_C(0xffffffffffff));
+                                break;
+                        case pt_ipc_sext_48:
+                                ip = (uint64_t)((int64_t)(p.payload.ip.ip << 16) >> 16);
+                                break;
+                        case pt_ipc_full:
+                                ip = p.payload.ip.ip;
+                                break;
+                        }
+                        if (p.payload.ip.ipc != pt_ipc_suppressed)
+                                last_ip = ip;
+                        if (p.type == ppt_tip_pge) {
+                                uint64_t *a = realloc(st->pge_ips, (st->n_pge_ips + 1) * sizeof *a);
+
+                                ASSERT_NOT_NULL(a);
+                                st->pge_ips = a;
+                                st->pge_ips[st->n_pge_ips++] = ip;
+                                st->pges++;
+                        } else if (p.type == ppt_tip_pgd)
+                                st->pgds++;
+                        break;
+                default:
+                        break;
+                }
+        }
+        pt_pkt_free_decoder(dec);
+}
+
+typedef struct SidebandStats {
+        uint64_t forks, execs, comms, mmaps, mmaps_build_id, switches, exits, bad_pids;
+        uint64_t last_time;
+} SidebandStats;
+
+/* The injected records parse, are in time order, and name synthetic pids;
+ * their executable mappings go into `image` (the synthetic processes'
+ * addresses are unique across the machine, so one image serves). */
+static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image, SidebandStats *st) {
+        PerfRecordStream s;
+        const void *rec;
+        size_t size;
+        int k;
+
+        *st = (SidebandStats){};
+        perf_record_stream_init(&s, b->data, b->size);
+        while ((k = perf_record_stream_next(&s, &rec, &size)) > 0) {
+                PerfRecord r;
+
+                ASSERT_OK(perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r));
+                ASSERT_TRUE(r.has_sample_id);
+                ASSERT_EQ(r.sid.cpu, cpu);
+                ASSERT_TRUE(r.sid.time >= st->last_time);
+                st->last_time = r.sid.time;
+                if (r.sid.pid != 0 && r.sid.pid < UINT32_C(0x40000000))
+                        st->bad_pids++;
+                switch (r.type) {
+                case PERF_RECORD_FORK:
+                        st->forks++;
+                        break;
+                case PERF_RECORD_EXIT:
+                        st->exits++;
+                        break;
+                case PERF_RECORD_COMM:
+                        st->comms++;
+                        if (r.comm.exec)
+                                st->execs++;
+                        break;
+                case PERF_RECORD_MMAP2:
+                        st->mmaps++;
+                        ASSERT_TRUE(r.mmap2.prot & PROT_EXEC);
+                        if (r.mmap2.has_build_id && r.mmap2.build_id_size > 0)
+                                st->mmaps_build_id++;
+                        if (image)
+                                (void)pt_image_add_file(image, r.mmap2.filename, r.mmap2.pgoff, r.mmap2.len,
+                                                        NULL, r.mmap2.addr);
+                        break;
+                case PERF_RECORD_SWITCH_CPU_WIDE:
+                        st->switches++;
+                        break;
+                default:
+                        test_fail("unexpected record type %u", r.type);
+                }
+        }
+        ASSERT_OK(k);
+}
+
+/* libipt's instruction-flow decoder through the whole stream: no error. */
+static uint64_t check_insn_flow(const Buffer *b, struct pt_image *image) {
+        struct pt_insn_decoder *dec;
+        struct pt_config cfg;
+        uint64_t insns = 0;
+        int k;
+
+        config_for(&cfg, b);
+        dec = pt_insn_alloc_decoder(&cfg);
+        ASSERT_NOT_NULL(dec);
+        ASSERT_OK(pt_insn_set_image(dec, image));
+        k = pt_insn_sync_forward(dec);
+        while (k >= 0) {
+                while (k & pts_event_pending) {
+                        struct pt_event ev;
+
+                        k = pt_insn_event(dec, &ev, sizeof ev);
+                        if (k < 0)
+                                break;
+                }
+                if (k < 0)
+                        break;
+                {
+                        struct pt_insn insn;
+
+                        k = pt_insn_next(dec, &insn, sizeof insn);
+                        if (k >= 0 || k == -pte_eos)
+                                insns += k >= 0;
+                }
+        }
+        if (k != -pte_eos) {
+                uint64_t off = 0;
+
+                (void)pt_insn_get_offset(dec, &off);
+                test_fail("decode error %d (%s) at offset 0x%" PRIx64 " after %" PRIu64 " instructions", k,
+                          pt_errstr(pt_errcode(k)), off, insns);
+        }
+        pt_insn_free_decoder(dec);
+        return insns;
+}
+
+/* ------------------------------------------------------------------ */
+/* Tests */
+
+static void test_refusals(void) {
+        SimSourceOptions so = {.n_cpus = 1, .seed = 1, .bytes_per_sec = RATE};
+        SimTraceSource *src = NULL;
+        char *error = NULL;
+
+        /* No kernel code to walk: an event that traces the kernel is
+         * refused, naming the one to use. */
+        static const char *const kernel_events[] = {"intel_pt//", "intel_pt//k", "intel_pt/tsc,mtc/uk"};
+        for (size_t i = 0; i < ELEMENTSOF(kernel_events); i++) {
+                so.event = kernel_events[i];
+                ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EOPNOTSUPP);
+                ASSERT_CONTAINS(error, "Event=intel_pt//u");
+                error = mfree(error);
+        }
+
+        so.event = "intel_pt/mtc_period=4/u";
+        ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EINVAL);
+        ASSERT_CONTAINS(error, "mtc_period");
+        error = mfree(error);
+
+        so.event = "intel_pt/branch=0/u";
+        ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EOPNOTSUPP);
+        ASSERT_CONTAINS(error, "branch=0");
+        error = mfree(error);
+
+        /* MTC every 320 ns costs 6.25 MB/s with tracing off. */
+        so.event = NULL;
+        so.bytes_per_sec = 4U << 20;
+        ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EINVAL);
+        ASSERT_CONTAINS(error, "Rate=");
+        ASSERT_CONTAINS(error, "mtc_period=3");
+        error = mfree(error);
+
+        /* A larger MTC period makes that rate enough: refused for nothing
+         * else than what it needs (root, for the real CPUs). */
+        so.event = "intel_pt/mtc_period=9/u";
+        if (geteuid() == 0) {
+                ASSERT_OK(sim_trace_source_new_full(&so, &src, &error));
+                src->free(src);
+        }
+
+        so.n_cpus = 0;
+        ASSERT_ERROR(sim_trace_source_new(&so, &src), EINVAL);
+}
+
+/* A CPU beyond the machine: synthetic processes, their side-band injected. */
+static void test_synthetic_cpu(void) {
+        unsigned real = n_real_cpus();
+        struct pt_image *image;
+        SimSourceCpuStats cs;
+        SidebandStats sb;
+        PacketStats ps;
+        uint64_t t0, t1, insns;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        t0 = now_nsec(CLOCK_MONOTONIC);
+        rig_run(&r, 600, PIECE);
+        t1 = now_nsec(CLOCK_MONOTONIC);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_FALSE(cs.real);
+        /* Covering the PMU's clock: 400 µs behind it and a tick, or, on a
+         * slow machine (sanitizers), no more than a skip ahead allows. */
+        ASSERT_TRUE(pmu_sim_tsc_now() - cs.sim_tsc < PMU_SIM_TSC_HZ / 20);
+
+        check_packets(&r.trace, &ps);
+        ASSERT_TRUE(ps.psbs >= 2);
+        ASSERT_TRUE(ps.pges > 10);
+
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        ASSERT_EQ(sb.bad_pids, 0);
+        ASSERT_TRUE(sb.execs >= 3);
+        ASSERT_TRUE(sb.forks >= sb.execs);
+        ASSERT_TRUE(sb.mmaps >= sb.execs);
+        ASSERT_EQ(sb.mmaps_build_id, sb.mmaps);
+        ASSERT_TRUE(sb.switches > 100);
+        ASSERT_EQ(cs.records, sb.forks + sb.comms + sb.mmaps + sb.switches + sb.exits);
+
+        insns = check_insn_flow(&r.trace, image);
+        ASSERT_TRUE(insns > 10000);
+
+        /* The rate: at most what the PMU allows over the time, with the
+         * budget's burst; the timing packets alone give at least a third. */
+        {
+                double secs = (double)(t1 - t0) / 1e9;
+
+                printf("synthetic CPU: %zu bytes in %.3f s (%.1f MB/s), %" PRIu64 " instructions, %" PRIu64
+                       " switches, %" PRIu64 " pauses, %" PRIu64 " calls, largest piece %" PRIu64 "\n",
+                       r.trace.size, secs, (double)r.trace.size / secs / 1e6, insns, sb.switches, cs.pauses,
+                       r.calls, r.max_seen);
+                ASSERT_TRUE((double)r.trace.size <= RATE * secs + 256 * 1024);
+                ASSERT_TRUE((double)r.trace.size >= 6.25e6 / 3 * secs);
+        }
+        /* Whole pieces were asked for and given. */
+        ASSERT_TRUE(r.max_seen <= PIECE);
+        pt_image_free(image);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
+/* Small pieces: never more than asked, and the stream still whole. */
+static void test_small_pieces(void) {
+        unsigned real = n_real_cpus();
+        struct pt_image *image;
+        SidebandStats sb;
+        PacketStats ps;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 150, 64);
+        ASSERT_TRUE(r.max_seen <= 64);
+        check_packets(&r.trace, &ps);
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        ASSERT_TRUE(check_insn_flow(&r.trace, image) > 0);
+        pt_image_free(image);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
+/* An enable after a disable: the next bytes begin with PSB+ and decode on
+ * their own; a producer that stalls 60 ms skips ahead with a clean end. */
+static void test_restart_and_stall(void) {
+        unsigned real = n_real_cpus();
+        _cleanup_buffer_ Buffer again = BUFFER_NULL;
+        struct pt_image *image;
+        SimSourceCpuStats cs;
+        SidebandStats sb;
+        PacketStats ps;
+        uint64_t until, resyncs;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 100, PIECE);
+
+        /* Restart: what the PMU gets from here is a new stream. */
+        until = pmu_sim_tsc_now();
+        ASSERT_TRUE(rig_tick(&r, until, true, PIECE, &again) > 0);
+        for (unsigned i = 0; i < 100; i++) {
+                msleep(1);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), false, PIECE, &again);
+        }
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_EQ(cs.restarts, 2);
+        resyncs = cs.resyncs; /* a slow machine (sanitizers) may have needed some */
+
+        /* A stall: the clock jumps 60 ms between two calls. */
+        until = pmu_sim_tsc_now() + PMU_SIM_TSC_HZ / 1000 * 60;
+        (void)rig_tick(&r, until, false, PIECE, &again);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_EQ(cs.resyncs, resyncs + 1);
+        msleep(80);
+        for (unsigned i = 0; i < 50; i++) {
+                msleep(1);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), false, PIECE, &again);
+        }
+
+        check_packets(&again, &ps);
+        ASSERT_TRUE(ps.psbs >= 2);
+        /* The skip: a TSC 60 ms on, after the stream was left with tracing
+         * off; both halves decode. */
+        ASSERT_TRUE(ps.tsc_last - ps.tsc_first >= PMU_SIM_TSC_HZ / 1000 * 60);
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        ASSERT_TRUE(check_insn_flow(&again, image) > 0);
+        pt_image_free(image);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
+/* A CPU of this machine: a real process pinned there, its own code in the
+ * trace at its real addresses. */
+static void test_real_cpu(void) {
+        _cleanup_free_ char *maps_path = NULL, *maps = NULL;
+        uint64_t exec_lo[64], exec_hi[64], inside = 0;
+        size_t n_exec = 0;
+        SimSourceCpuStats cs;
+        PacketStats ps;
+        cpu_set_t set;
+        pid_t child;
+        Rig r;
+
+        require_root();
+        rig_init(&r, n_real_cpus(), 0, RATE);
+
+        child = fork();
+        ASSERT_OK(child);
+        if (child == 0) {
+                volatile uint64_t x = 0;
+
+                /* Never outlive the test, whatever becomes of it. */
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(0);
+                CPU_ZERO(&set);
+                CPU_SET(0, &set);
+                (void)sched_setaffinity(0, sizeof set, &set);
+                for (;;)
+                        x = x * 3 + 1;
+        }
+        ASSERT_TRUE(asprintf(&maps_path, "/proc/%d/maps", (int)child) > 0);
+        ASSERT_OK(read_full_file(maps_path, 1 << 20, &maps, NULL));
+        for (char *line = strtok(maps, "\n"); line && n_exec < ELEMENTSOF(exec_lo);
+             line = strtok(NULL, "\n")) {
+                uint64_t lo, hi;
+                char perms[8];
+
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &lo, &hi, perms) == 3 && perms[2] == 'x' &&
+                    strchr(line, '/')) {
+                        exec_lo[n_exec] = lo;
+                        exec_hi[n_exec++] = hi;
+                }
+        }
+
+        /* 700 ms of the machine; on a machine busy with other work (a
+         * sanitizer build next to other tests) the pinned process may get
+         * only runs too short to trace in that time: up to four times. */
+        for (unsigned attempt = 0; attempt < 4 && inside == 0; attempt++) {
+                rig_run(&r, 700, PIECE);
+                if (attempt > 0)
+                        free(ps.pge_ips);
+                check_packets(&r.trace, &ps);
+                for (size_t i = 0; i < ps.n_pge_ips; i++)
+                        for (size_t k = 0; k < n_exec; k++)
+                                if (ps.pge_ips[i] >= exec_lo[k] && ps.pge_ips[i] < exec_hi[k]) {
+                                        inside++;
+                                        break;
+                                }
+        }
+        (void)kill(child, SIGKILL);
+        (void)waitpid(child, NULL, 0);
+
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, 0, &cs));
+        ASSERT_TRUE(cs.real);
+        ASSERT_TRUE(cs.boundaries > 0);
+        ASSERT_TRUE(cs.traced_runs > 0);
+        printf("real CPU 0: %zu bytes, %" PRIu64 " traced runs, %" PRIu64 " untraced, %" PRIu64
+               " trace starts, %" PRIu64 " of them in the pinned process's code\n",
+               r.trace.size, cs.traced_runs, cs.untraced_runs, ps.pges, inside);
+        ASSERT_TRUE(inside > 0);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
+/* What one synthetic CPU at the default rate costs, as CPU time of the
+ * producing thread per second of the PMU's clock. */
+static void test_cost(void) {
+        unsigned real = n_real_cpus();
+        struct rusage a, b;
+        uint64_t t0, t1;
+        double cpu;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 100, PIECE); /* warm: images loaded, blocks decoded */
+        t0 = now_nsec(CLOCK_MONOTONIC);
+        ASSERT_OK(getrusage(RUSAGE_THREAD, &a));
+        rig_run(&r, 1000, PIECE);
+        ASSERT_OK(getrusage(RUSAGE_THREAD, &b));
+        t1 = now_nsec(CLOCK_MONOTONIC);
+        cpu = (double)(b.ru_utime.tv_sec - a.ru_utime.tv_sec + b.ru_stime.tv_sec - a.ru_stime.tv_sec) +
+              (double)(b.ru_utime.tv_usec - a.ru_utime.tv_usec + b.ru_stime.tv_usec - a.ru_stime.tv_usec) /
+                      1e6;
+        printf("cost: %.3f s of CPU per second for one synthetic CPU at %u MB/s (%zu bytes)\n",
+               cpu / ((double)(t1 - t0) / 1e9), RATE >> 20, r.trace.size);
+        rig_done(&r);
+}
+
+RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
+          TEST(test_restart_and_stall), TEST(test_real_cpu), TEST(test_cost));

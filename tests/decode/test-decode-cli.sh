@@ -17,7 +17,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 if [ ! -d "$raw" ] || [ ! -d "$td" ]; then
-        echo "SKIP: no real traces in $realpt"
+        echo "SKIP: no real traces in $realpt (meson option realpt)"
         exit 77
 fi
 if ! command -v python3 >/dev/null; then

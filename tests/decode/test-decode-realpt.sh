@@ -17,7 +17,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 if [ ! -d "$dr/test_simple.raw" ] || [ ! -d "$dr/test_simple.tracedir-2022-07-06" ]; then
-        echo "SKIP: no real traces in $realpt (see ../shared/README.md)"
+        echo "SKIP: no real traces in $realpt (meson option realpt)"
         exit 77
 fi
 

@@ -17,12 +17,14 @@
 #include "common/basic/log.h"
 #include "daemon/manager/manager.h"
 #include "common/basic/parse-util.h"
-#include "daemon/sim/pmu-sim.h"
 #include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
 #include "daemon/recorder/recorder.h"
+#if HAVE_EMULATED_PMU
+#include "daemon/sim/backend.h"
 #include "daemon/sim/synth-source.h"
+#endif
 
 static const char *arg_config = NULL;
 static const char *arg_sysfs_root = NULL;
@@ -82,7 +84,8 @@ static int parse_argv(int argc, char **argv) {
                         help();
                         return 0;
                 case ARG_VERSION:
-                        printf("ptraced %s\n", PACKAGE_VERSION);
+                        printf("ptraced %s (%s)\n", PACKAGE_VERSION,
+                               HAVE_EMULATED_PMU ? "+emulated-pmu" : "-emulated-pmu");
                         return 0;
                 case ARG_CONFIG:
                         arg_config = optarg;
@@ -120,7 +123,7 @@ static int parse_argv(int argc, char **argv) {
 }
 
 static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
-        int r;
+        int r = 0;
 
         if (config->source == TRACE_SOURCE_KERNEL) {
                 r = pmu_backend_kernel_new(ret);
@@ -136,68 +139,51 @@ static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
                 return 0;
         }
 
+#if HAVE_EMULATED_PMU
         /* The emulated PMU, fed by the trace synthesizer. */
-        SimTraceSource *src = NULL;
-        unsigned n_cpus = config->sim_cpus;
-        if (n_cpus == 0) {
-                long n = sysconf(_SC_NPROCESSORS_ONLN);
-                n_cpus = (unsigned) MAX(n, 1L);
-        }
-        SimSourceOptions so = {
-                .n_cpus = n_cpus,
+        SimBackendOptions so = {
+                .n_cpus = config->sim_cpus,
                 .seed = config->sim_seed,
                 .bytes_per_sec = config->sim_rate,
                 .event = config->event,
-        };
-        _cleanup_free_ char *error = NULL;
-        r = sim_trace_source_new_full(&so, &src, &error);
-        if (r < 0 && error)
-                return log_error_errno(r, "Failed to set up the simulated trace source: %s", error);
-        if (r < 0)
-                return log_error_errno(r, "Failed to set up the simulated trace source: %m");
-        PmuSimOptions po = {
-                .n_cpus = n_cpus,
-                .bytes_per_sec = config->sim_rate,
-                .source = src,
                 .keep_truth = arg_sim_truth_dir != NULL,
         };
-        r = pmu_sim_new(&po, ret);
-        if (r < 0) {
-                if (src->free)
-                        src->free(src);
+        _cleanup_free_ char *error = NULL;
+        r = sim_backend_new(&so, ret, &error);
+        if (r < 0 && error)
+                return log_error_errno(r, "Failed to set up the emulated intel_pt PMU: %s", error);
+        if (r < 0)
                 return log_error_errno(r, "Failed to set up the emulated intel_pt PMU: %m");
-        }
         log_notice("Running on the emulated intel_pt PMU (%u CPUs, %" PRIu64 " bytes/s each): every status line and "
                    "bundle says simulated.",
-                   n_cpus, config->sim_rate);
+                   config->sim_cpus ?: (unsigned) MAX(sysconf(_SC_NPROCESSORS_ONLN), 1L), config->sim_rate);
         return 0;
+#else
+        (void) r;
+        return log_error_errno(SYNTHETIC_ERRNO(EOPNOTSUPP),
+                               "This ptraced was built without the emulated intel_pt PMU (meson option "
+                               "emulated-pmu=false): Source=sim is not available.");
+#endif
 }
 
+#if HAVE_EMULATED_PMU
 static void write_sim_truth(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata) {
         _cleanup_free_ char *dir = NULL;
+        _cleanup_free_ unsigned *cpus = NULL;
         int r;
 
-        if (asprintf(&dir, "%s/%" PRIu64, arg_sim_truth_dir, seq) < 0 || mkdir_p(dir, 0755) < 0) {
-                log_warning("Cannot create %s/%" PRIu64 " for the simulator's truth, ignoring.", arg_sim_truth_dir, seq);
+        cpus = calloc(MAX(s->n_cpus, (size_t) 1), sizeof(unsigned));
+        if (!cpus || asprintf(&dir, "%s/%" PRIu64, arg_sim_truth_dir, seq) < 0) {
+                log_oom();
                 return;
         }
-        for (size_t i = 0; i < s->n_cpus; i++) {
-                _cleanup_free_ char *path = NULL;
-                _cleanup_close_ int fd = -EBADF;
-                const uint8_t *data;
-                size_t size;
-                uint64_t total;
-
-                if (pmu_sim_truth(manager_get_backend(m), s->cpus[i].cpu, &data, &size, &total) < 0)
-                        continue;
-                if (asprintf(&path, "%s/cpu%u.pt", dir, s->cpus[i].cpu) < 0)
-                        return;
-                fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-                r = fd < 0 ? -errno : loop_write(fd, data, size);
-                if (r < 0)
-                        log_warning_errno(r, "Cannot write %s, ignoring: %m", path);
-        }
+        for (size_t i = 0; i < s->n_cpus; i++)
+                cpus[i] = s->cpus[i].cpu;
+        r = sim_backend_write_truth(manager_get_backend(m), cpus, s->n_cpus, dir);
+        if (r < 0)
+                log_warning_errno(r, "Cannot write the simulator's truth to %s, ignoring: %m", dir);
 }
+#endif
 
 static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         _cleanup_pmu_free_ Pmu *pmu = NULL;
@@ -275,11 +261,13 @@ static int run(int argc, char **argv) {
         /* The simulated source traces user space only (no kernel code to
          * walk without /proc/kcore): that is its default event, and what
          * the bundles' manifests then say. */
+#if HAVE_EMULATED_PMU
         if (config.source == TRACE_SOURCE_SIM && !config.event) {
                 config.event = strdup(SIM_SOURCE_DEFAULT_EVENT);
                 if (!config.event)
                         return log_oom();
         }
+#endif
 
         r = make_backend(&config, &backend);
         if (r < 0)
@@ -291,8 +279,10 @@ static int run(int argc, char **argv) {
         r = manager_new(&config, TAKE_PTR(backend), &m);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m");
+#if HAVE_EMULATED_PMU
         if (arg_sim_truth_dir)
                 manager_set_snapshot_hook(m, write_sim_truth, NULL);
+#endif
         /* Listening before READY=1; calls wait in the backlog until the loop runs. */
         int n_fds = sd_listen_fds(true);
         if (n_fds < 0)

@@ -4,7 +4,7 @@
 /*
  * The PMU boundary: the few operations the recorder performs on perf
  * events. The kernel backend makes the system calls; the emulated backend
- * (tests/ptsynth, `ptraced --source=sim`) implements the same semantics in
+ * (daemon/sim/, `ptraced --source=sim`) implements the same semantics in
  * user space: AUX ring with snapshot overwrite, aux_head updates,
  * PERF_RECORD_AUX/ITRACE_START in the event's data ring, disable/enable.
  * The recorder never knows which one it talks to.
@@ -30,6 +30,15 @@
 
 typedef struct PmuBackend PmuBackend;
 
+/* The CPU an emulated backend stands for, as a bundle's manifest records
+ * it (CPUID leaf 0x15 gives the TSC/crystal ratio MTC needs). */
+typedef struct PmuCpuIdentity {
+        const char *vendor;
+        unsigned family, model, stepping;
+        uint32_t cpuid_15_eax, cpuid_15_ebx;
+        uint64_t tsc_hz;
+} PmuCpuIdentity;
+
 typedef struct PmuBackendOps {
         int (*event_open)(PmuBackend *b, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
                           unsigned long flags);
@@ -45,6 +54,8 @@ struct PmuBackend {
         const char *name;  /* "kernel" or "sim" */
         char *sysfs_root;
         bool simulated;
+        /* NULL for the kernel: the real CPU's CPUID is the truth. */
+        const PmuCpuIdentity *emulated_cpu;
         void *userdata;
 };
 

@@ -20,7 +20,6 @@
 #include "common/basic/parse-util.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
-#include "daemon/sim/pmu-sim.h"
 #include "common/perf/pmu.h"
 #include "daemon/procmap/procmap.h"
 #include "common/pt/event-config.h"
@@ -662,15 +661,18 @@ static int fill_manifest(Manager *m, DumpJob *j, TriggerRequest *first, const Re
         }
 
         (void) recorder_tsc_conversion(m->recorder, &mf->tsc.conversion);
-        if (m->backend->simulated) {
-                mf->tsc.cpuid_15_eax = PMU_SIM_CPUID15_EAX;
-                mf->tsc.cpuid_15_ebx = PMU_SIM_CPUID15_EBX;
-                mf->tsc.tsc_hz = PMU_SIM_TSC_HZ;
+        const PmuCpuIdentity *cpu = m->backend->emulated_cpu;
+        if (cpu) {
+                mf->tsc.cpuid_15_eax = cpu->cpuid_15_eax;
+                mf->tsc.cpuid_15_ebx = cpu->cpuid_15_ebx;
+                mf->tsc.tsc_hz = cpu->tsc_hz;
                 free(mf->cpuid.vendor);
-                mf->cpuid.vendor = strdup("GenuineIntel");
-                mf->cpuid.family = 6; /* the emulated core: Skylake-SP */
-                mf->cpuid.model = 85;
-                mf->cpuid.stepping = 4;
+                mf->cpuid.vendor = strdup(cpu->vendor);
+                if (!mf->cpuid.vendor)
+                        return -ENOMEM;
+                mf->cpuid.family = cpu->family;
+                mf->cpuid.model = cpu->model;
+                mf->cpuid.stepping = cpu->stepping;
         } else {
                 unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
                 if (__get_cpuid(0x15, &eax, &ebx, &ecx, &edx)) {

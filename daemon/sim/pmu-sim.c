@@ -30,6 +30,16 @@ static const struct {
         { "psb_periods", "3f" },
 };
 #define SIM_NR_ADDR_FILTERS 2
+/* What a bundle's manifest says the emulated CPU is. */
+static const PmuCpuIdentity pmu_sim_cpu = {
+        .vendor = "GenuineIntel",
+        .family = 6, /* Skylake-SP */
+        .model = 85,
+        .stepping = 4,
+        .cpuid_15_eax = PMU_SIM_CPUID15_EAX,
+        .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,
+        .tsc_hz = PMU_SIM_TSC_HZ,
+};
 /* Bits of config the formats above cover; anything else is EINVAL, as the
  * driver's pt_event_valid() rejects unknown bits. */
 #define SIM_CONFIG_MASK                                                                                      \
@@ -801,6 +811,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         s->backend.ops = &sim_ops;
         s->backend.name = "sim";
         s->backend.simulated = true;
+        s->backend.emulated_cpu = &pmu_sim_cpu;
         s->opts = *opts;
         pthread_mutex_init(&s->lock, NULL);
         s->online = calloc(opts->n_cpus, sizeof(bool));

@@ -13,6 +13,10 @@ ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events on real CPUs)"; exit 77; }
 
+if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
+    echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
+    exit 77
+fi
 tmp=$(mktemp -d)
 pids=()
 daemon=

@@ -2770,7 +2770,6 @@ int sim_trace_source_new_full(const SimSourceOptions *opts, SimTraceSource **ret
         _cleanup_free_ char *line = NULL, *kerr = NULL;
         size_t n_real = 0;
         SimSource *s;
-        const char *kpath;
         uint64_t period;
         bool any_real = false, any_synthetic = false;
         int r;
@@ -2846,16 +2845,7 @@ int sim_trace_source_new_full(const SimSourceOptions *opts, SimTraceSource **ret
          * between the switches' guards. */
         s->min_run = GUARD + s->pge_delay + SWITCH_MAX_LATENCY + MIN_TRACED;
 
-        kpath = synth_kernel_default_path();
-        if (!kpath || !*kpath || access(kpath, R_OK) < 0) {
-                r = source_error(-ENOENT, ret_error,
-                                 "the trace synthesizer's kernel-like image is missing (%s): it is built "
-                                 "with the tree "
-                                 "(daemon/synth/kernel)",
-                                 strna(kpath && *kpath ? kpath : NULL));
-                goto fail;
-        }
-        r = synth_kernel_load(&s->kset, kpath, &s->kernel, &kerr);
+        r = synth_kernel_load(&s->kset, NULL, &s->kernel, &kerr);
         if (r < 0) {
                 r = source_error(r, ret_error, "cannot load the kernel-like image: %s", strna(kerr));
                 goto fail;

@@ -365,7 +365,6 @@ static int create_processes(SynthMachine *m, char **ret_error) {
 
 int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_error) {
         _cleanup_(synth_machine_freep) SynthMachine *m = NULL;
-        const char *kpath;
         SynthCpuConfig cc;
         int r;
 
@@ -415,10 +414,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                         return machine_error(-ENOENT, ret_error, "no executables to run");
         }
 
-        kpath = cfg->kernel_path ?: synth_kernel_default_path();
-        if (!kpath || !*kpath)
-                return machine_error(-ENOENT, ret_error, "no kernel-like image given and none built");
-        r = synth_kernel_load(&m->images, kpath, &m->kernel, ret_error);
+        r = synth_kernel_load(&m->images, cfg->kernel_path, &m->kernel, ret_error);
         if (r < 0)
                 return r;
         m->kernel_loaded = true;

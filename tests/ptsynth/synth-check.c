@@ -44,15 +44,18 @@ static void config_init(const SynthResult *res, const SynthCpuResult *c, struct 
 /* ------------------------------------------------------------------ */
 /* Images */
 
+/* file: where libipt reads img's bytes (img->path, or a copy of an image
+ * loaded from memory). */
 static int add_image_sections(struct pt_image *image, struct pt_image_section_cache *isc,
-                              const SynthImage *img, int64_t bias, const struct pt_asid *asid) {
+                              const SynthImage *img, const char *file, int64_t bias,
+                              const struct pt_asid *asid) {
         for (size_t i = 0; i < img->n_segments; i++) {
                 const SynthSegment *s = &img->segments[i];
                 int isid, r;
 
                 if (!(s->flags & 1 /* PF_X */))
                         continue;
-                isid = pt_iscache_add_file(isc, img->path, s->offset, s->filesz, s->vaddr + (uint64_t)bias);
+                isid = pt_iscache_add_file(isc, file, s->offset, s->filesz, s->vaddr + (uint64_t)bias);
                 if (isid < 0)
                         return -EIO;
                 r = pt_image_add_cached(image, isc, isid, asid);
@@ -66,7 +69,7 @@ static int add_process(struct pt_image *image, struct pt_image_section_cache *is
                        const SynthProcessResult *proc, const struct pt_asid *asid) {
         for (size_t i = 0; i < proc->as->n_maps; i++) {
                 const SynthMapping *m = &proc->as->maps[i];
-                int r = add_image_sections(image, isc, m->image, m->bias, asid);
+                int r = add_image_sections(image, isc, m->image, m->image->path, m->bias, asid);
 
                 if (r < 0)
                         return r;
@@ -90,6 +93,10 @@ typedef struct Images {
          * and after poke k (k + 1), as files libipt reads. */
         int poke_fds[1 + SYNTH_POKES_MAX];
         char *poke_paths[1 + SYNTH_POKES_MAX];
+        /* The kernel image's file: its path, or a memfd holding the bytes
+         * of the image built into the library. */
+        int kernel_fd;
+        char *kernel_file;
 } Images;
 
 static void images_done(Images *im, size_t n_procs) {
@@ -106,6 +113,24 @@ static void images_done(Images *im, size_t n_procs) {
                         safe_close(im->poke_fds[i]);
                 free(im->poke_paths[i]);
         }
+        safe_close(im->kernel_fd);
+        free(im->kernel_file);
+}
+
+/* A file of n bytes at b, as a memfd, and a path libipt opens it by. */
+static int memfd_file(const char *name, const void *b, size_t n, int *ret_fd, char **ret_path) {
+        _cleanup_close_ int fd = memfd_create(name, MFD_CLOEXEC);
+
+        if (fd < 0)
+                return -errno;
+        if (write(fd, b, n) != (ssize_t)n)
+                return -EIO;
+        if (asprintf(ret_path, "/proc/self/fd/%d", fd) < 0) {
+                *ret_path = NULL;
+                return -ENOMEM;
+        }
+        *ret_fd = TAKE_FD(fd);
+        return 0;
 }
 
 /* The static key's bytes in state k on top of every image's kernel text. */
@@ -122,6 +147,7 @@ static int images_poke(const SynthResult *res, const Images *im, size_t k) {
 }
 
 static int images_build(const SynthResult *res, Images *im) {
+        const SynthImage *kimg;
         int r;
 
         im->isc = pt_iscache_alloc(NULL);
@@ -130,9 +156,16 @@ static int images_build(const SynthResult *res, Images *im) {
         im->procs = calloc(MAX(res->n_procs, (size_t)1), sizeof *im->procs);
         if (!im->isc || !im->all || !im->kernel_only || !im->procs)
                 return -ENOMEM;
-        r = add_image_sections(im->all, im->isc, res->kernel->image, 0, NULL);
+        kimg = res->kernel->image;
+        if (kimg->memory)
+                r = memfd_file("ptsynth-check-kernel", kimg->memory, kimg->size, &im->kernel_fd, &im->kernel_file);
+        else
+                r = (im->kernel_file = strdup(kimg->path)) ? 0 : -ENOMEM;
+        if (r < 0)
+                return r;
+        r = add_image_sections(im->all, im->isc, kimg, im->kernel_file, 0, NULL);
         if (r >= 0)
-                r = add_image_sections(im->kernel_only, im->isc, res->kernel->image, 0, NULL);
+                r = add_image_sections(im->kernel_only, im->isc, kimg, im->kernel_file, 0, NULL);
         if (r < 0)
                 return r;
         for (size_t p = 0; p < res->n_procs; p++) {
@@ -146,7 +179,7 @@ static int images_build(const SynthResult *res, Images *im) {
                 im->procs[p] = pt_image_alloc(res->procs[p].comm);
                 if (!im->procs[p])
                         return -ENOMEM;
-                r = add_image_sections(im->procs[p], im->isc, res->kernel->image, 0, NULL);
+                r = add_image_sections(im->procs[p], im->isc, kimg, im->kernel_file, 0, NULL);
                 if (r >= 0)
                         r = add_process(im->procs[p], im->isc, &res->procs[p], NULL);
                 if (r < 0)
@@ -156,16 +189,9 @@ static int images_build(const SynthResult *res, Images *im) {
         for (size_t k = 0; res->n_pokes > 0 && k <= res->n_pokes; k++) {
                 const uint8_t *b = k == 0 ? res->pokes[0].old_bytes : res->pokes[k - 1].new_bytes;
 
-                im->poke_fds[k] = memfd_create("ptsynth-check-poke", MFD_CLOEXEC);
-                if (im->poke_fds[k] < 0)
-                        return -errno;
-                if (asprintf(&im->poke_paths[k], "/proc/self/fd/%d", im->poke_fds[k]) < 0) {
-                        im->poke_paths[k] = NULL;
-                        safe_close(im->poke_fds[k]);
-                        return -ENOMEM;
-                }
-                if (write(im->poke_fds[k], b, 5) != 5)
-                        return -EIO;
+                r = memfd_file("ptsynth-check-poke", b, 5, &im->poke_fds[k], &im->poke_paths[k]);
+                if (r < 0)
+                        return r;
         }
 
         /* Threads to processes, from COMM and FORK records. */
@@ -827,7 +853,7 @@ finish:
 }
 
 int synth_check_decode(const SynthResult *res, SynthCheckStats *stats, char **ret_error) {
-        Images images = {};
+        Images images = { .kernel_fd = -EBADF };
         SynthCheckStats dummy = {};
         int r;
 

@@ -23,7 +23,7 @@
 #include "daemon/recorder/recorder.h"
 #if HAVE_EMULATED_PMU
 #include "daemon/sim/backend.h"
-#include "daemon/sim/synth-source.h"
+#include "daemon/sim/source.h"
 #endif
 
 static const char *arg_config = NULL;

@@ -5,7 +5,7 @@
 #include "common/basic/fileio.h"
 #include "daemon/sim/backend.h"
 #include "daemon/sim/pmu-sim.h"
-#include "daemon/sim/synth-source.h"
+#include "daemon/sim/source.h"
 
 int sim_backend_new(const SimBackendOptions *opts, PmuBackend **ret, char **ret_error) {
         SimTraceSource *src = NULL;
@@ -22,7 +22,7 @@ int sim_backend_new(const SimBackendOptions *opts, PmuBackend **ret, char **ret_
                 .bytes_per_sec = opts->bytes_per_sec,
                 .event = opts->event,
         };
-        r = sim_trace_source_new_full(&so, &src, ret_error);
+        r = sim_trace_source_new(&so, &src, ret_error);
         if (r < 0)
                 return r;
         PmuSimOptions po = {

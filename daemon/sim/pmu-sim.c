@@ -11,25 +11,8 @@
 #include "common/perf/record.h"
 #include "common/perf/sys.h"
 #include "daemon/sim/pmu-sim.h"
+#include "daemon/sim/sysfs.h"
 
-/* The emulated CPU's intel_pt PMU: a Skylake-SP class core (see
- * tests/fixtures/sysfs/skylake) with a 2.0 GHz nominal frequency. */
-static const struct {
-        const char *name, *value;
-} sim_formats[] = {
-        { "pt", "config:0" },           { "cyc", "config:1" },          { "pwr_evt", "config:4" },
-        { "fup_on_ptw", "config:5" },   { "mtc", "config:9" },          { "tsc", "config:10" },
-        { "noretcomp", "config:11" },   { "ptw", "config:12" },         { "branch", "config:13" },
-        { "mtc_period", "config:14-17" }, { "cyc_thresh", "config:19-22" }, { "psb_period", "config:24-27" },
-}, sim_caps[] = {
-        { "max_subleaf", "1" },     { "cr3_filtering", "1" },         { "psb_cyc", "1" },
-        { "ip_filtering", "1" },    { "mtc", "1" },                   { "ptwrite", "0" },
-        { "power_event_trace", "0" }, { "topa_output", "1" },         { "topa_multiple_entries", "1" },
-        { "single_range_output", "1" }, { "output_subsys", "0" },     { "payloads_lip", "0" },
-        { "num_address_ranges", "2" }, { "mtc_periods", "249" },      { "cycle_thresholds", "3fff" },
-        { "psb_periods", "3f" },
-};
-#define SIM_NR_ADDR_FILTERS 2
 /* What a bundle's manifest says the emulated CPU is. */
 static const PmuCpuIdentity pmu_sim_cpu = {
         .vendor = "GenuineIntel",
@@ -133,87 +116,8 @@ void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *r
 
 /* ---- sysfs ---- */
 
-static int write_sysfs_file(const char *dir, const char *name, const char *value) {
-        _cleanup_free_ char *p = NULL, *v = NULL;
-
-        if (asprintf(&p, "%s/%s", dir, name) < 0 || asprintf(&v, "%s\n", value) < 0)
-                return -ENOMEM;
-        return write_string_file(p, v);
-}
-
 static int sim_write_online(PmuSim *s) {
-        _cleanup_free_ char *dir = NULL;
-        char list[8192] = "";
-        size_t l = 0;
-
-        for (unsigned c = 0; c < s->opts.n_cpus; c++) {
-                unsigned e = c;
-
-                if (!s->online[c])
-                        continue;
-                while (e + 1 < s->opts.n_cpus && s->online[e + 1])
-                        e++;
-                l += (size_t) snprintf(list + l, sizeof list - l, "%s%u", l ? "," : "", c);
-                if (e > c)
-                        l += (size_t) snprintf(list + l, sizeof list - l, "-%u", e);
-                c = e;
-        }
-        if (asprintf(&dir, "%s/devices/system/cpu", s->backend.sysfs_root) < 0)
-                return -ENOMEM;
-        /* Replace atomically: the recorder may read it at any moment. */
-        _cleanup_free_ char *tmp = NULL, *dst = NULL;
-        if (asprintf(&tmp, "%s/.online.tmp", dir) < 0 || asprintf(&dst, "%s/online", dir) < 0)
-                return -ENOMEM;
-        int r = write_sysfs_file(dir, ".online.tmp", list);
-        if (r < 0)
-                return r;
-        return RET_NERRNO(rename(tmp, dst));
-}
-
-static int sim_make_sysfs(PmuSim *s) {
-        _cleanup_free_ char *pmu = NULL, *fmt = NULL, *caps = NULL, *cpu = NULL;
-        char tmpl[] = "/tmp/ptraced-sim-sysfs-XXXXXX", num[32];
-        const char *tmpdir = getenv("TMPDIR");
-        int r;
-
-        if (tmpdir && *tmpdir) {
-                _cleanup_free_ char *t = NULL;
-                if (asprintf(&t, "%s/ptraced-sim-sysfs-XXXXXX", tmpdir) < 0)
-                        return -ENOMEM;
-                if (!mkdtemp(t))
-                        return -errno;
-                s->backend.sysfs_root = TAKE_PTR(t);
-        } else {
-                if (!mkdtemp(tmpl))
-                        return -errno;
-                s->backend.sysfs_root = strdup(tmpl);
-                if (!s->backend.sysfs_root)
-                        return -ENOMEM;
-        }
-
-        if (asprintf(&pmu, "%s/bus/event_source/devices/intel_pt", s->backend.sysfs_root) < 0 ||
-            asprintf(&fmt, "%s/format", pmu) < 0 || asprintf(&caps, "%s/caps", pmu) < 0 ||
-            asprintf(&cpu, "%s/devices/system/cpu", s->backend.sysfs_root) < 0)
-                return -ENOMEM;
-        if ((r = mkdir_p(fmt, 0755)) < 0 || (r = mkdir_p(caps, 0755)) < 0 || (r = mkdir_p(cpu, 0755)) < 0)
-                return r;
-
-        snprintf(num, sizeof num, "%u", PMU_SIM_PMU_TYPE);
-        if ((r = write_sysfs_file(pmu, "type", num)) < 0)
-                return r;
-        snprintf(num, sizeof num, "%u", SIM_NR_ADDR_FILTERS);
-        if ((r = write_sysfs_file(pmu, "nr_addr_filters", num)) < 0)
-                return r;
-        snprintf(num, sizeof num, "%u", PMU_SIM_NOMINAL_RATIO);
-        if ((r = write_sysfs_file(pmu, "max_nonturbo_ratio", num)) < 0)
-                return r;
-        for (size_t i = 0; i < ELEMENTSOF(sim_formats); i++)
-                if ((r = write_sysfs_file(fmt, sim_formats[i].name, sim_formats[i].value)) < 0)
-                        return r;
-        for (size_t i = 0; i < ELEMENTSOF(sim_caps); i++)
-                if ((r = write_sysfs_file(caps, sim_caps[i].name, sim_caps[i].value)) < 0)
-                        return r;
-        return sim_write_online(s);
+        return pmu_sim_sysfs_write_online(s->backend.sysfs_root, s->online, s->opts.n_cpus);
 }
 
 /* ---- event table ---- */
@@ -716,7 +620,7 @@ static int sim_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long
                 for (const char *p = f; *p; p++)
                         if ((p == f || p[-1] == ',' || p[-1] == ' ') && *p != ',' && *p != ' ')
                                 n++;
-                if (n > SIM_NR_ADDR_FILTERS)
+                if (n > PMU_SIM_NR_ADDR_FILTERS)
                         return -EOPNOTSUPP;
                 if (!s->opts.source->set_filter)
                         return -EOPNOTSUPP;
@@ -831,7 +735,9 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
                         s->real_cpu[c] = real[c];
 
         s->opts.source->backend = &s->backend;
-        r = sim_make_sysfs(s);
+        r = pmu_sim_sysfs_new(&s->backend.sysfs_root);
+        if (r >= 0)
+                r = sim_write_online(s);
         if (r < 0) {
                 s->opts.source = NULL; /* not ours on failure */
                 sim_free(&s->backend);

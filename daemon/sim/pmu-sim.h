@@ -80,7 +80,9 @@ typedef struct PmuSimOptions {
 int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret);
 
 /* CPU hotplug: takes the CPU on/offline in the emulated sysfs; events on a
- * CPU going offline stop producing, like the kernel's. */
+ * CPU going offline stop producing, like the kernel's. For tests: the
+ * recorder's hotplug handling is driven with it (test-recorder,
+ * test-pmu-sim); ptraced's emulated machine never changes its CPUs. */
 int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online);
 
 /* The emulated TSC now, and its conversion to perf (CLOCK_MONOTONIC) time. */
@@ -97,5 +99,7 @@ int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_
  * event (-ENOENT when the CPU's tracking event is a real kernel one). */
 int pmu_sim_inject_sideband(PmuBackend *b, unsigned cpu, const void *record, size_t size);
 
-/* Statistics: bytes produced per CPU so far. */
+/* Statistics: bytes produced per CPU so far. For tests and benchmarks
+ * (test-pmu-sim, test-recorder, bench-snapshot): the daemon reports what
+ * its rings hold, not what the emulated hardware made. */
 uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu);

@@ -7,18 +7,6 @@
 #define CHUNK_SIZE (256U * 1024)
 #define JT_MAX 512
 
-static const char *const end_names[_SYNTH_END_MAX] = {
-        [SYNTH_END_FALL] = "fall",   [SYNTH_END_JCC] = "jcc",         [SYNTH_END_JMP] = "jmp",
-        [SYNTH_END_CALL] = "call",   [SYNTH_END_ICALL] = "icall",     [SYNTH_END_IJMP] = "ijmp",
-        [SYNTH_END_RET] = "ret",     [SYNTH_END_SYSCALL] = "syscall", [SYNTH_END_SYSRET] = "sysret",
-        [SYNTH_END_IRET] = "iret",   [SYNTH_END_MOV_CR3] = "mov-cr3", [SYNTH_END_PTWRITE] = "ptwrite",
-        [SYNTH_END_MWAIT] = "mwait", [SYNTH_END_BAD] = "bad",
-};
-
-const char *synth_block_end_to_string(SynthBlockEnd e) {
-        return e < _SYNTH_END_MAX ? end_names[e] : NULL;
-}
-
 int synth_block_cache_init(SynthBlockCache *c) {
         ZydisDecoder *d;
 

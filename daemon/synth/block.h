@@ -148,4 +148,3 @@ static inline bool synth_block_is_bad_entry(const SynthBlock *b) {
         return b->kind == SYNTH_END_BAD && b->n_insns == 1;
 }
 
-const char *synth_block_end_to_string(SynthBlockEnd e);

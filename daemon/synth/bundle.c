@@ -2,7 +2,9 @@
 
 #include <inttypes.h>
 #include <stdarg.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
@@ -146,6 +148,27 @@ static int fill_manifest(const SynthResult *res, BundleManifest *m) {
         return 0;
 }
 
+/* The kernel image as kcore.elf, always through the writer's file path:
+ * a file compresses in chunks, a buffer in one go, and the bundle must be
+ * the same bytes whichever way the image came (the built-in one or
+ * --kernel-image). */
+static int add_kcore(BundleWriter *w, const SynthImage *img, char **ret_error) {
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!img->memory)
+                return bundle_writer_add_member_path(w, "kcore.elf", img->path, 0, ret_error);
+        fd = memfd_create("kcore.elf", MFD_CLOEXEC);
+        if (fd < 0)
+                return -errno;
+        r = loop_write(fd, img->memory, img->size);
+        if (r < 0)
+                return r;
+        if (lseek(fd, 0, SEEK_SET) < 0)
+                return -errno;
+        return bundle_writer_add_member_fd(w, "kcore.elf", fd, 0, ret_error);
+}
+
 int synth_bundle_write(const SynthResult *res, const char *path, char **ret_error) {
         _cleanup_(bundle_writer_freep) BundleWriter *w = NULL;
         _cleanup_(bundle_manifest_freep) BundleManifest *m = NULL;
@@ -186,7 +209,7 @@ int synth_bundle_write(const SynthResult *res, const char *path, char **ret_erro
         r = bundle_writer_add_member(w, "sideband.perf", res->sideband, res->sideband_size, 0, ret_error);
         if (r < 0)
                 return r;
-        r = bundle_writer_add_member_path(w, "kcore.elf", res->kernel->image->path, 0, ret_error);
+        r = add_kcore(w, res->kernel->image, ret_error);
         if (r < 0)
                 return r;
         r = bundle_writer_add_member(w, "kallsyms", res->kallsyms, res->kallsyms_size, 0, ret_error);

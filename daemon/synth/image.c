@@ -619,38 +619,35 @@ fail:
         return r;
 }
 
-int synth_image_load(const char *path, bool kernel, SynthImage **ret, char **ret_error) {
-        _cleanup_(synth_image_unrefp) SynthImage *img = NULL;
-        ImageLoader l = {};
-        GElf_Ehdr eh;
-        struct stat st;
-        size_t raw_size;
-        int r;
+static int image_new(const char *name, bool kernel, SynthImage **ret) {
+        SynthImage *img;
 
         if (elf_version(EV_CURRENT) == EV_NONE)
-                return image_error(-ENOTSUP, ret_error, "libelf: %s", elf_errmsg(-1));
-
+                return -ENOTSUP;
         img = calloc(1, sizeof *img);
         if (!img)
                 return -ENOMEM;
         img->n_ref = 1;
         img->fd = -EBADF;
         img->kernel = kernel;
-        img->path = strdup(path);
-        if (!img->path)
+        img->path = strdup(name);
+        if (!img->path) {
+                free(img);
                 return -ENOMEM;
+        }
+        *ret = img;
+        return 0;
+}
 
-        img->fd = open(path, O_RDONLY | O_CLOEXEC);
-        if (img->fd < 0)
-                return image_error(-errno, ret_error, "%s: %m", path);
-        if (fstat(img->fd, &st) < 0)
-                return image_error(-errno, ret_error, "%s: %m", path);
-        if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr) ||
-            (uint64_t)st.st_size > SYNTH_IMAGE_MAX_SIZE)
-                return image_error(-EBADMSG, ret_error, "%s: not a regular file of plausible size", path);
+/* Everything a walk needs from the ELF behind elf (consumed: kept in the
+ * image on success, ended on failure). */
+static int image_parse(SynthImage *img, Elf *elf, char **ret_error) {
+        const char *path = img->path;
+        ImageLoader l = { .img = img, .elf = elf };
+        GElf_Ehdr eh;
+        size_t raw_size;
+        int r;
 
-        l.img = img;
-        l.elf = elf_begin(img->fd, ELF_C_READ_MMAP, NULL);
         if (!l.elf)
                 return image_error(-EBADMSG, ret_error, "%s: %s", path, elf_errmsg(-1));
         img->map = (const uint8_t *)elf_rawfile(l.elf, &raw_size);
@@ -706,13 +703,59 @@ int synth_image_load(const char *path, bool kernel, SynthImage **ret, char **ret
         }
         /* Keep the ELF handle: symbol names and the code point into its mapping. */
         img->elf_handle = TAKE_PTR(l.elf);
-        *ret = TAKE_PTR(img);
         r = 0;
 finish:
         free(l.funcs);
         if (l.elf)
                 elf_end(l.elf);
         return r;
+}
+
+
+int synth_image_load(const char *path, bool kernel, SynthImage **ret, char **ret_error) {
+        _cleanup_(synth_image_unrefp) SynthImage *img = NULL;
+        struct stat st;
+        int r;
+
+        r = image_new(path, kernel, &img);
+        if (r < 0)
+                return image_error(r, ret_error, "libelf: %s", elf_errmsg(-1));
+        img->fd = open(path, O_RDONLY | O_CLOEXEC);
+        if (img->fd < 0)
+                return image_error(-errno, ret_error, "%s: %m", path);
+        if (fstat(img->fd, &st) < 0)
+                return image_error(-errno, ret_error, "%s: %m", path);
+        if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr) ||
+            (uint64_t)st.st_size > SYNTH_IMAGE_MAX_SIZE)
+                return image_error(-EBADMSG, ret_error, "%s: not a regular file of plausible size", path);
+        r = image_parse(img, elf_begin(img->fd, ELF_C_READ_MMAP, NULL), ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(img);
+        return 0;
+}
+
+int synth_image_load_memory(const char *name, const void *data, size_t size, bool kernel, SynthImage **ret,
+                            char **ret_error) {
+        _cleanup_(synth_image_unrefp) SynthImage *img = NULL;
+        int r;
+
+        r = image_new(name, kernel, &img);
+        if (r < 0)
+                return image_error(r, ret_error, "libelf: %s", elf_errmsg(-1));
+        if (size < sizeof(Elf64_Ehdr) || (uint64_t)size > SYNTH_IMAGE_MAX_SIZE)
+                return image_error(-EBADMSG, ret_error, "%s: not an ELF image of plausible size", name);
+        /* Our own copy: libelf may convert in place what it reads, and
+         * the caller's bytes may be read-only. */
+        img->memory = malloc(size);
+        if (!img->memory)
+                return -ENOMEM;
+        memcpy(img->memory, data, size);
+        r = image_parse(img, elf_memory((char *)img->memory, size), ret_error);
+        if (r < 0)
+                return r;
+        *ret = TAKE_PTR(img);
+        return 0;
 }
 
 SynthImage *synth_image_ref(SynthImage *img) {
@@ -738,6 +781,7 @@ SynthImage *synth_image_unref(SynthImage *img) {
         if (img->elf_handle)
                 elf_end(img->elf_handle);
         free(img->patched);
+        free(img->memory);
         uid_free(img->uid);
         safe_close(img->fd);
         free(img->path);

@@ -80,12 +80,17 @@ typedef struct SynthImage {
         size_t n_relocs;
 
         void *elf_handle; /* libelf's Elf *, owning the mapping */
+        uint8_t *memory;  /* the bytes of an image loaded from memory (path is then only a name), else NULL */
         uint8_t *patched; /* after synth_image_poke(): our copy of the file, which map then points to */
 } SynthImage;
 
 /* Load an ELF file. kernel marks the kernel-like image. ret_error gets a
  * message naming the file on failure. */
 int synth_image_load(const char *path, bool kernel, SynthImage **ret, char **ret_error);
+/* Load an ELF image from memory (copied): the kernel-like image built
+ * into the library. name stands for the path in messages. */
+int synth_image_load_memory(const char *name, const void *data, size_t size, bool kernel, SynthImage **ret,
+                            char **ret_error);
 SynthImage *synth_image_ref(SynthImage *img);
 SynthImage *synth_image_unref(SynthImage *img);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SynthImage *, synth_image_unref);

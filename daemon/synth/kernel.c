@@ -4,12 +4,18 @@
 
 #include "daemon/synth/kernel.h"
 
-#ifndef PTSYNTH_KERNEL_PATH
-#define PTSYNTH_KERNEL_PATH ""
-#endif
+/* The image the build made from kernel/, linked into the library by
+ * kernel-image.S (README.md, "The kernel-like image"): no file to find at run
+ * time, no build path in the binary. */
+extern const uint8_t synth_kernel_builtin[];
+extern const uint8_t synth_kernel_builtin_end[];
 
-const char *synth_kernel_default_path(void) {
-        return PTSYNTH_KERNEL_PATH;
+static int load_image(SynthImageSet *set, const char *path, SynthImage **ret, char **ret_error) {
+        if (path)
+                return synth_image_set_get(set, path, true, ret, ret_error);
+        return synth_image_set_get_memory(set, SYNTH_KERNEL_BUILTIN_NAME, synth_kernel_builtin,
+                                          (size_t)(synth_kernel_builtin_end - synth_kernel_builtin), true, ret,
+                                          ret_error);
 }
 
 static int need(const SynthImage *img, const char *name, uint64_t *ret, char **ret_error) {
@@ -29,11 +35,11 @@ int synth_kernel_load(SynthImageSet *set, const char *path, SynthKernel *ret, ch
         SynthKernel k = {};
         int r;
 
-        r = synth_image_set_get(set, path, true, &k.image, ret_error);
+        r = load_image(set, path, &k.image, ret_error);
         if (r < 0)
                 return r;
         if (k.image->pie || k.image->min_vaddr < UINT64_C(0xffff800000000000)) {
-                if (ret_error && asprintf(ret_error, "%s: not linked at kernel addresses", path) < 0)
+                if (ret_error && asprintf(ret_error, "%s: not linked at kernel addresses", k.image->path) < 0)
                         *ret_error = NULL;
                 return -EINVAL;
         }

@@ -30,9 +30,11 @@ typedef struct SynthKernel {
         uint64_t init_cr3; /* swapper_pg_dir */
 } SynthKernel;
 
-/* Where the build put the image ("" when not built in this tree). */
-const char *synth_kernel_default_path(void);
+/* The name the built-in image goes by (its SynthImage's path). */
+#define SYNTH_KERNEL_BUILTIN_NAME "[ptsynth-kernel]"
 
+/* Load the kernel-like image from path, or the one built into the
+ * library when path is NULL. */
 int synth_kernel_load(SynthImageSet *set, const char *path, SynthKernel *ret, char **ret_error);
 void synth_kernel_done(SynthKernel *k);
 

@@ -37,23 +37,10 @@ void synth_image_set_done(SynthImageSet *s) {
         *s = (SynthImageSet){};
 }
 
-int synth_image_set_get(SynthImageSet *s, const char *path, bool kernel, SynthImage **ret,
-                        char **ret_error) {
-        _cleanup_free_ char *real = NULL;
-        SynthImage *img, **a;
-        int r;
+/* Takes img's reference. */
+static int image_set_add(SynthImageSet *s, SynthImage *img, SynthImage **ret) {
+        SynthImage **a;
 
-        real = realpath(path, NULL);
-        if (!real)
-                return loader_error(-errno, ret_error, "%s: %m", path);
-        for (size_t i = 0; i < s->n_images; i++)
-                if (streq(s->images[i]->path, real)) {
-                        *ret = s->images[i];
-                        return 0;
-                }
-        r = synth_image_load(real, kernel, &img, ret_error);
-        if (r < 0)
-                return r;
         a = realloc(s->images, (s->n_images + 1) * sizeof *a);
         if (!a) {
                 synth_image_unref(img);
@@ -63,6 +50,49 @@ int synth_image_set_get(SynthImageSet *s, const char *path, bool kernel, SynthIm
         s->images[s->n_images++] = img;
         *ret = img;
         return 0;
+}
+
+static SynthImage *image_set_find(const SynthImageSet *s, const char *path) {
+        for (size_t i = 0; i < s->n_images; i++)
+                if (streq(s->images[i]->path, path))
+                        return s->images[i];
+        return NULL;
+}
+
+int synth_image_set_get(SynthImageSet *s, const char *path, bool kernel, SynthImage **ret,
+                        char **ret_error) {
+        _cleanup_free_ char *real = NULL;
+        SynthImage *img;
+        int r;
+
+        real = realpath(path, NULL);
+        if (!real)
+                return loader_error(-errno, ret_error, "%s: %m", path);
+        img = image_set_find(s, real);
+        if (img) {
+                *ret = img;
+                return 0;
+        }
+        r = synth_image_load(real, kernel, &img, ret_error);
+        if (r < 0)
+                return r;
+        return image_set_add(s, img, ret);
+}
+
+int synth_image_set_get_memory(SynthImageSet *s, const char *name, const void *data, size_t size, bool kernel,
+                               SynthImage **ret, char **ret_error) {
+        SynthImage *img;
+        int r;
+
+        img = image_set_find(s, name);
+        if (img) {
+                *ret = img;
+                return 0;
+        }
+        r = synth_image_load_memory(name, data, size, kernel, &img, ret_error);
+        if (r < 0)
+                return r;
+        return image_set_add(s, img, ret);
 }
 
 void synth_address_plan_done(SynthAddressPlan *p) {

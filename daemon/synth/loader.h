@@ -30,6 +30,9 @@ typedef struct SynthImageSet {
 void synth_image_set_done(SynthImageSet *s);
 /* Load (or find) the image at path. The set keeps the reference. */
 int synth_image_set_get(SynthImageSet *s, const char *path, bool kernel, SynthImage **ret, char **ret_error);
+/* The same for an image in memory (copied), known by name. */
+int synth_image_set_get_memory(SynthImageSet *s, const char *name, const void *data, size_t size, bool kernel,
+                               SynthImage **ret, char **ret_error);
 
 /* Used runtime ranges across a machine. */
 typedef struct SynthAddressPlan {

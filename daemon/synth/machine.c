@@ -21,20 +21,6 @@ static const char *const default_exes[] = {
         "/usr/bin/xz",   "/usr/bin/perl", "/usr/bin/python3",
 };
 
-/* Sapphire Rapids' intel_pt caps as sysfs shows them. */
-const SynthPmuCap synth_pmu_caps[] = {
-        {"cr3_filtering", "1"},       {"cyc_thresholds", "3fff"},
-        {"event_trace", "0"},         {"ip_filtering", "1"},
-        {"max_subleaf", "1"},         {"mtc", "1"},
-        {"mtc_periods", "249"},       {"num_address_ranges", "2"},
-        {"output_subsys", "0"},       {"payloads_lip", "0"},
-        {"power_event_trace", "1"},   {"psb_cyc", "1"},
-        {"psb_periods", "3f"},        {"ptwrite", "1"},
-        {"single_range_output", "1"}, {"topa_multiple_entries", "1"},
-        {"topa_output", "1"},         {"tnt_disable", "0"},
-};
-const size_t synth_n_pmu_caps = ELEMENTSOF(synth_pmu_caps);
-
 typedef enum TaskState {
         TASK_FUTURE,   /* forked later */
         TASK_PARKED,   /* runnable, not on a CPU */
@@ -108,53 +94,6 @@ _printf_(3, 4) static int machine_error(int r, char **ret_error, const char *fmt
                 va_end(ap);
         }
         return r;
-}
-
-void synth_config_init(SynthConfig *cfg) {
-        *cfg = (SynthConfig){
-                .seed = 1,
-                .n_cpus = 4,
-                .n_procs = 4,
-                .ring_size = 64 * 1024,
-                .trace_user = true,
-                .trace_kernel = true,
-                .tsc = true,
-                .mtc = true,
-                .mtc_period = 3,
-                .psb_period = 3,
-                .keep_truth = true,
-        };
-}
-
-uint64_t synth_config_pt_word(const SynthConfig *cfg) {
-        uint64_t w = UINT64_C(1) << 13; /* branch */
-
-        w |= (uint64_t)cfg->cyc << 1;
-        w |= (uint64_t)cfg->pwr_evt << 4;
-        w |= (uint64_t)cfg->fup_on_ptw << 5;
-        w |= (uint64_t)cfg->mtc << 9;
-        w |= (uint64_t)cfg->tsc << 10;
-        w |= (uint64_t)cfg->noretcomp << 11;
-        w |= (uint64_t)cfg->ptw << 12;
-        w |= (uint64_t)(cfg->mtc_period & 0xf) << 14;
-        w |= (uint64_t)(cfg->cyc_thresh & 0xf) << 19;
-        w |= (uint64_t)(cfg->psb_period & 0xf) << 24;
-        return w;
-}
-
-char *synth_config_pt_text(const SynthConfig *cfg) {
-        char *s;
-
-        if (asprintf(&s,
-                     "intel_pt/tsc=%d,mtc=%d,mtc_period=%u,cyc=%d,cyc_thresh=%u,psb_period=%u,noretcomp=%d,"
-                     "ptw=%d,fup_on_ptw=%d,pwr_evt=%d,branch=1/%s",
-                     cfg->tsc, cfg->mtc, cfg->mtc_period, cfg->cyc, cfg->cyc_thresh, cfg->psb_period,
-                     cfg->noretcomp, cfg->ptw, cfg->fup_on_ptw, cfg->pwr_evt,
-                     cfg->trace_user && cfg->trace_kernel ? ""
-                     : cfg->trace_user                    ? "u"
-                                                          : "k") < 0)
-                return NULL;
-        return s;
 }
 
 /* ------------------------------------------------------------------ */
@@ -347,7 +286,8 @@ static int create_processes(SynthMachine *m, char **ret_error) {
                                 /* Its other threads are created by the
                                  * process, after it started. */
                                 if (k > 0)
-                                        task->start_at = task[-(ptrdiff_t)k].start_at +
+                                        task->start_at =
+                                                task[-(ptrdiff_t)k].start_at +
                                                 synth_rng_range(&m->rng, 5, 50) * SYNTH_TSC_HZ / 1000000;
                         } else if (k > 0 && synth_rng_chance(&m->rng, 1, 4)) {
                                 task->state = TASK_FUTURE;
@@ -365,7 +305,6 @@ static int create_processes(SynthMachine *m, char **ret_error) {
 
 int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_error) {
         _cleanup_(synth_machine_freep) SynthMachine *m = NULL;
-        const char *kpath;
         SynthCpuConfig cc;
         int r;
 
@@ -415,10 +354,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                         return machine_error(-ENOENT, ret_error, "no executables to run");
         }
 
-        kpath = cfg->kernel_path ?: synth_kernel_default_path();
-        if (!kpath || !*kpath)
-                return machine_error(-ENOENT, ret_error, "no kernel-like image given and none built");
-        r = synth_kernel_load(&m->images, kpath, &m->kernel, ret_error);
+        r = synth_kernel_load(&m->images, cfg->kernel_path, &m->kernel, ret_error);
         if (r < 0)
                 return r;
         m->kernel_loaded = true;
@@ -651,7 +587,7 @@ static void poke_guard(SynthMachine *m, uint64_t t) {
  * CPU's trace was (for the libipt check). Every cached block may hold the
  * old bytes: all caches start afresh. */
 static int do_poke(SynthMachine *m) {
-        static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
+        static const uint8_t nop5[5] = {0x0f, 0x1f, 0x44, 0x00, 0x00};
         SynthPoke *p = &m->pokes[m->n_pokes];
         uint64_t site = m->kernel.poke_site, rel = m->kernel.poke_slow - (site + 5), t = 0;
         uint8_t jmp5[5] = {0xe9, (uint8_t)rel, (uint8_t)(rel >> 8), (uint8_t)(rel >> 16),
@@ -662,7 +598,7 @@ static int do_poke(SynthMachine *m) {
 
         for (unsigned i = 0; i < m->cfg.n_cpus; i++)
                 t = MAX(t, synth_cpu_tsc(&m->cpus[i]));
-        *p = (SynthPoke){ .tsc = t, .addr = site };
+        *p = (SynthPoke){.tsc = t, .addr = site};
         memcpy(p->old_bytes, m->n_pokes % 2 == 0 ? nop5 : jmp5, 5);
         memcpy(p->new_bytes, m->n_pokes % 2 == 0 ? jmp5 : nop5, 5);
         p->cpu_offsets = calloc(m->cfg.n_cpus, sizeof(uint64_t));
@@ -903,43 +839,4 @@ const SynthResult *synth_machine_result(SynthMachine *m) {
                         .as = m->procs[i]->as,
                 };
         return res;
-}
-
-int synth_result_write_truth(const SynthResult *res, FILE *f) {
-        for (size_t i = 0; i < res->n_cpus; i++) {
-                const SynthCpuResult *c = &res->cpus[i];
-                const SynthTruthMark *mark;
-                SynthTruthIter it;
-                SynthBranch b;
-
-                if (synth_truth_window(c->truth, c->window_start, &mark) < 0)
-                        continue;
-                synth_truth_iter_init(&it, c->truth, mark);
-                while (synth_truth_iter_next(&it, &b) > 0)
-                        fprintf(f, "%u %" PRIu32 " 0x%" PRIx64 " 0x%" PRIx64 " %s\n", c->cpu, b.tid, b.from,
-                                b.to, synth_truth_kind_to_string(b.kind));
-        }
-        return ferror(f) ? -EIO : 0;
-}
-
-int synth_result_write_events(const SynthResult *res, FILE *f) {
-        for (size_t i = 0; i < res->n_cpus; i++) {
-                const SynthCpuResult *c = &res->cpus[i];
-                const SynthTruthMark *mark;
-
-                if (synth_truth_window(c->truth, c->window_start, &mark) < 0)
-                        continue;
-                for (size_t k = mark->event_idx; k < c->truth->n_events; k++) {
-                        const SynthEvent *e = &c->truth->events[k];
-                        char payload[128];
-                        int r;
-
-                        r = synth_event_payload(e, c->window_start, payload, sizeof payload);
-                        if (r < 0)
-                                return r;
-                        fprintf(f, "%u %" PRIu32 " %s %s\n", c->cpu, e->tid,
-                                synth_event_kind_to_string(e->kind), payload);
-                }
-        }
-        return ferror(f) ? -EIO : 0;
 }

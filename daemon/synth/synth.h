@@ -15,8 +15,9 @@
  *               them: PT_INTERP, DT_NEEDED via RPATH/RUNPATH,
  *               ld.so.cache and default paths; ASLR-like placement
  *               unique across the machine.
- *   kernel.h    The kernel-like image built from kernel/ and its
- *               Linux-named entry points; kallsyms.
+ *   kernel.h    The kernel-like image built from kernel/ (inside the
+ *               library: kernel-image.S) and its Linux-named entry
+ *               points; kallsyms.
  *   block.h     Basic blocks decoded with Zydis, classified as Intel PT
  *               sees instructions; jump tables; a per-CPU cache.
  *   walk.h      A walker: IP, real call stack, seeded branch outcomes
@@ -32,8 +33,13 @@
  *               kernel entry frames), privilege filtering, interrupts,
  *               faults, switches at the kernel's switch point, TSX,
  *               overflows; driven by run(until) and request_switch().
+ *               cpu.c (threads, PSB+, switches, the run loop),
+ *               cpu-kernel.c (kernel entries and exits, TSX),
+ *               cpu-walk.c (steps), cpu-internal.h between them.
  *   machine.h   The machine: processes and threads of real programs, a
- *               scheduler, side-band perf records, the result.
+ *               scheduler, side-band perf records, the result
+ *               (machine.c), its configuration (config.c) and truth
+ *               files (result.c).
  *   bundle.h    Writes a result as a bundle (common/bundle/bundle.h).
  *
  * Typical use (what the ptsynth program does):

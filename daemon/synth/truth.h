@@ -33,6 +33,9 @@ typedef enum SynthTruthKind {
 } SynthTruthKind;
 
 const char *synth_truth_kind_to_string(SynthTruthKind k);
+/* For tests: the inverse of synth_truth_kind_to_string(), so that
+ * test-synth-truth can check the names round-trip; the library only
+ * writes truth files, it never reads them. */
 int synth_truth_kind_from_string(const char *s);
 
 typedef struct SynthBranch {

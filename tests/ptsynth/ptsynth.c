@@ -62,7 +62,7 @@ static void help(void) {
                "  --cbr-changes         core frequency changes (CBR)\n"
                "  --text-poke           patch a kernel static key twice (TEXT_POKE records)\n"
                "  --exe PATH            an executable processes run (repeatable)\n"
-               "  --kernel-image PATH   the kernel-like ELF image (default: the one built)\n"
+               "  --kernel-image PATH   the kernel-like ELF image (default: the one built in)\n"
                "  -o, --output FILE     the bundle to write\n"
                "  --truth FILE          branch truth (TRUTH.md)\n"
                "  --events FILE         events truth (README.md)\n"
@@ -377,7 +377,7 @@ static int do_kallsyms(const Args *a) {
         size_t size;
         int r;
 
-        r = synth_kernel_load(&set, a->cfg.kernel_path ?: synth_kernel_default_path(), &k, &error);
+        r = synth_kernel_load(&set, a->cfg.kernel_path, &k, &error);
         if (r < 0) {
                 fprintf(stderr, "ptsynth: %s\n", error ?: strerror(-r));
                 synth_image_set_done(&set);

@@ -1,223 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
-#include <Zydis/Zydis.h>
-#include <inttypes.h>
-#include <intel-pt.h>
-#include <stdarg.h>
-#include <sys/mman.h>
+#include "check-internal.h"
 
-#include "common/perf/record.h"
-#include "synth-check.h"
-
-/* A decode that never ends is a bug, not a long trace. */
-#define CHECK_MAX_INSNS (UINT64_C(1) << 32)
-
-_printf_(2, 3) static int check_fail(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error && !*ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return -EBADMSG;
-}
-
-static void config_init(const SynthResult *res, const SynthCpuResult *c, struct pt_config *cfg) {
-        pt_config_init(cfg);
-        cfg->begin = (uint8_t *)c->aux;
-        cfg->end = (uint8_t *)c->aux + c->aux_size;
-        cfg->cpu.vendor = pcv_intel;
-        cfg->cpu.family = SYNTH_CPU_FAMILY;
-        cfg->cpu.model = SYNTH_CPU_MODEL;
-        cfg->cpu.stepping = SYNTH_CPU_STEPPING;
-        /* Decode with the errata workarounds a real decoder would apply for
-         * this CPU: our trace must not trip them. */
-        (void)pt_cpu_errata(&cfg->errata, &cfg->cpu);
-        cfg->cpuid_0x15_eax = SYNTH_CPUID_15_EAX;
-        cfg->cpuid_0x15_ebx = SYNTH_CPUID_15_EBX;
-        cfg->mtc_freq = res->cfg->mtc_period;
-        cfg->nom_freq = SYNTH_NOM_FREQ;
-}
-
-/* ------------------------------------------------------------------ */
-/* Images */
-
-static int add_image_sections(struct pt_image *image, struct pt_image_section_cache *isc,
-                              const SynthImage *img, int64_t bias, const struct pt_asid *asid) {
-        for (size_t i = 0; i < img->n_segments; i++) {
-                const SynthSegment *s = &img->segments[i];
-                int isid, r;
-
-                if (!(s->flags & 1 /* PF_X */))
-                        continue;
-                isid = pt_iscache_add_file(isc, img->path, s->offset, s->filesz, s->vaddr + (uint64_t)bias);
-                if (isid < 0)
-                        return -EIO;
-                r = pt_image_add_cached(image, isc, isid, asid);
-                if (r < 0)
-                        return -EIO;
-        }
-        return 0;
-}
-
-static int add_process(struct pt_image *image, struct pt_image_section_cache *isc,
-                       const SynthProcessResult *proc, const struct pt_asid *asid) {
-        for (size_t i = 0; i < proc->as->n_maps; i++) {
-                const SynthMapping *m = &proc->as->maps[i];
-                int r = add_image_sections(image, isc, m->image, m->bias, asid);
-
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* The images a decoder sees. With the kernel traced: one image, user
- * sections tagged with their process's CR3, and PIP tells the decoder
- * which applies. Without: one image per process (plus the kernel), and the
- * decoder switches images where the side-band and the CPU's switch log say
- * another process runs, as a real decoder does. */
-typedef struct Images {
-        struct pt_image_section_cache *isc;
-        struct pt_image *all;
-        struct pt_image **procs; /* per res->procs[], user-only */
-        struct pt_image *kernel_only;
-        uint32_t *tids, *tid_pids; /* from the side-band: which process a thread belongs to */
-        size_t n_tids;
-        /* --text-poke: the static key's bytes before the first poke (0)
-         * and after poke k (k + 1), as files libipt reads. */
-        int poke_fds[1 + SYNTH_POKES_MAX];
-        char *poke_paths[1 + SYNTH_POKES_MAX];
-} Images;
-
-static void images_done(Images *im, size_t n_procs) {
-        pt_image_free(im->all);
-        pt_image_free(im->kernel_only);
-        for (size_t i = 0; im->procs && i < n_procs; i++)
-                pt_image_free(im->procs[i]);
-        free(im->procs);
-        pt_iscache_free(im->isc);
-        free(im->tids);
-        free(im->tid_pids);
-        for (size_t i = 0; i < ELEMENTSOF(im->poke_fds); i++) {
-                if (im->poke_paths[i])
-                        safe_close(im->poke_fds[i]);
-                free(im->poke_paths[i]);
-        }
-}
-
-/* The static key's bytes in state k on top of every image's kernel text. */
-static int images_poke(const SynthResult *res, const Images *im, size_t k) {
-        uint64_t addr = res->pokes[0].addr;
-        int r;
-
-        r = pt_image_add_file(im->all, im->poke_paths[k], 0, 5, NULL, addr);
-        if (r >= 0)
-                r = pt_image_add_file(im->kernel_only, im->poke_paths[k], 0, 5, NULL, addr);
-        for (size_t p = 0; r >= 0 && p < res->n_procs; p++)
-                r = pt_image_add_file(im->procs[p], im->poke_paths[k], 0, 5, NULL, addr);
-        return r < 0 ? -EIO : 0;
-}
-
-static int images_build(const SynthResult *res, Images *im) {
-        int r;
-
-        im->isc = pt_iscache_alloc(NULL);
-        im->all = pt_image_alloc("all");
-        im->kernel_only = pt_image_alloc("kernel");
-        im->procs = calloc(MAX(res->n_procs, (size_t)1), sizeof *im->procs);
-        if (!im->isc || !im->all || !im->kernel_only || !im->procs)
-                return -ENOMEM;
-        r = add_image_sections(im->all, im->isc, res->kernel->image, 0, NULL);
-        if (r >= 0)
-                r = add_image_sections(im->kernel_only, im->isc, res->kernel->image, 0, NULL);
-        if (r < 0)
-                return r;
-        for (size_t p = 0; p < res->n_procs; p++) {
-                struct pt_asid asid;
-
-                pt_asid_init(&asid);
-                asid.cr3 = res->procs[p].cr3;
-                r = add_process(im->all, im->isc, &res->procs[p], &asid);
-                if (r < 0)
-                        return r;
-                im->procs[p] = pt_image_alloc(res->procs[p].comm);
-                if (!im->procs[p])
-                        return -ENOMEM;
-                r = add_image_sections(im->procs[p], im->isc, res->kernel->image, 0, NULL);
-                if (r >= 0)
-                        r = add_process(im->procs[p], im->isc, &res->procs[p], NULL);
-                if (r < 0)
-                        return r;
-        }
-
-        for (size_t k = 0; res->n_pokes > 0 && k <= res->n_pokes; k++) {
-                const uint8_t *b = k == 0 ? res->pokes[0].old_bytes : res->pokes[k - 1].new_bytes;
-
-                im->poke_fds[k] = memfd_create("ptsynth-check-poke", MFD_CLOEXEC);
-                if (im->poke_fds[k] < 0)
-                        return -errno;
-                if (asprintf(&im->poke_paths[k], "/proc/self/fd/%d", im->poke_fds[k]) < 0) {
-                        im->poke_paths[k] = NULL;
-                        safe_close(im->poke_fds[k]);
-                        return -ENOMEM;
-                }
-                if (write(im->poke_fds[k], b, 5) != 5)
-                        return -EIO;
-        }
-
-        /* Threads to processes, from COMM and FORK records. */
-        {
-                PerfRecordStream st;
-                const void *rec;
-                size_t size;
-
-                perf_record_stream_init(&st, res->sideband, res->sideband_size);
-                while (perf_record_stream_next(&st, &rec, &size) > 0) {
-                        PerfRecord pr;
-                        uint32_t pid, tid;
-                        void *a, *b;
-
-                        if (perf_record_parse(rec, size, SYNTH_SAMPLE_TYPE, true, &pr) < 0)
-                                continue;
-                        if (pr.type == PERF_RECORD_COMM) {
-                                pid = pr.comm.pid;
-                                tid = pr.comm.tid;
-                        } else if (pr.type == PERF_RECORD_FORK) {
-                                pid = pr.fork.pid;
-                                tid = pr.fork.tid;
-                        } else
-                                continue;
-                        a = realloc(im->tids, (im->n_tids + 1) * sizeof *im->tids);
-                        if (a)
-                                im->tids = a;
-                        b = realloc(im->tid_pids, (im->n_tids + 1) * sizeof *im->tid_pids);
-                        if (b)
-                                im->tid_pids = b;
-                        if (!a || !b)
-                                return -ENOMEM;
-                        im->tids[im->n_tids] = tid;
-                        im->tid_pids[im->n_tids++] = pid;
-                }
-        }
-        return 0;
-}
-
-/* The image for thread tid: its process's, or the kernel's for the idle
- * task and threads the side-band does not know (which then cannot run
- * user code without a decode error). */
-static struct pt_image *images_for_tid(const SynthResult *res, const Images *im, uint32_t tid) {
-        for (size_t i = 0; tid != 0 && i < im->n_tids; i++)
-                if (im->tids[i] == tid)
-                        for (size_t p = 0; p < res->n_procs; p++)
-                                if (res->procs[p].pid == im->tid_pids[i])
-                                        return im->procs[p];
-        return im->kernel_only;
-}
-
-/* ------------------------------------------------------------------ */
 /* Instruction decoding */
 
 typedef struct Decoder {
@@ -306,7 +90,7 @@ void synth_check_stats_add(SynthCheckStats *sum, const SynthCheckStats *s) {
                 sum->ipc[i] += s->ipc[i];
 }
 
-static void count_packet(SynthCheckStats *st, const struct pt_packet *p) {
+void check_count_packet(SynthCheckStats *st, const struct pt_packet *p) {
         st->packets++;
         if ((unsigned)p->type < ELEMENTSOF(st->packet_types))
                 st->packet_types[p->type]++;
@@ -366,7 +150,7 @@ static void apply_switches_at(Decoder *d, uint64_t offset) {
                 changed = true;
         }
         if (changed)
-                (void)pt_insn_set_image(d->dec, images_for_tid(d->res, d->images, d->tid));
+                (void)pt_insn_set_image(d->dec, check_images_for_tid(d->res, d->images, d->tid));
 }
 
 static int push_offset(uint64_t **a, size_t *n, uint64_t v) {
@@ -396,7 +180,7 @@ static int scan_packets(Decoder *d, const struct pt_config *cfg, uint64_t sync) 
                 (void)pt_pkt_get_offset(pkt, &off);
                 if (pt_pkt_next(pkt, &p, sizeof p) < 0)
                         break;
-                count_packet(d->stats, &p);
+                check_count_packet(d->stats, &p);
                 if (p.type == ppt_tip_pge)
                         r = push_offset(&d->pge, &d->n_pge, off);
                 else if (p.type == ppt_ovf)
@@ -706,10 +490,10 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
          * applied, the others at the offsets where they happened (the
          * synthesizer keeps the site from running around them). */
         if (res->n_pokes > 0) {
-                r = images_poke(res, images, 0);
+                r = check_images_poke(res, images, 0);
                 while (r >= 0 && next_poke < res->n_pokes &&
                        res->pokes[next_poke].cpu_offsets[c->cpu] <= c->window_start)
-                        r = images_poke(res, images, ++next_poke);
+                        r = check_images_poke(res, images, ++next_poke);
                 if (r < 0)
                         goto finish;
         }
@@ -744,7 +528,7 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
         while (d.next_switch < c->n_switches && c->switches[d.next_switch].offset <= mark->offset)
                 d.tid = c->switches[d.next_switch++].tid;
         if (!res->cfg->trace_kernel)
-                (void)pt_insn_set_image(d.dec, images_for_tid(res, images, d.tid));
+                (void)pt_insn_set_image(d.dec, check_images_for_tid(res, images, d.tid));
 
         for (;;) {
                 struct pt_insn insn;
@@ -768,7 +552,7 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
                 }
                 while (next_poke < res->n_pokes &&
                        res->pokes[next_poke].cpu_offsets[c->cpu] - c->window_start <= decoder_offset(&d)) {
-                        r = images_poke(res, images, ++next_poke);
+                        r = check_images_poke(res, images, ++next_poke);
                         if (r < 0)
                                 goto finish;
                 }
@@ -827,178 +611,17 @@ finish:
 }
 
 int synth_check_decode(const SynthResult *res, SynthCheckStats *stats, char **ret_error) {
-        Images images = {};
+        Images images = {.kernel_fd = -EBADF};
         SynthCheckStats dummy = {};
         int r;
 
         if (!stats)
                 stats = &dummy;
-        r = images_build(res, &images);
+        r = check_images_build(res, &images);
         if (r < 0)
                 r = check_fail(ret_error, "cannot build the libipt images");
         for (size_t i = 0; r >= 0 && i < res->n_cpus; i++)
                 r = check_cpu(res, &res->cpus[i], &images, stats, ret_error);
-        images_done(&images, res->n_procs);
+        check_images_done(&images, res->n_procs);
         return r;
-}
-
-/* ------------------------------------------------------------------ */
-/* Packets */
-
-int synth_check_packets(const SynthResult *res, SynthCheckStats *stats, char **ret_error) {
-        SynthCheckStats dummy = {};
-
-        if (!stats)
-                stats = &dummy;
-        for (size_t i = 0; i < res->n_cpus; i++) {
-                const SynthCpuResult *c = &res->cpus[i];
-                const SynthTruthMark *mark = NULL;
-                struct pt_packet_decoder *dec;
-                struct pt_config cfg;
-                uint64_t off = 0, expect = 0, first = 0;
-                size_t psb_event = 0;
-                int status;
-
-                config_init(res, c, &cfg);
-                dec = pt_pkt_alloc_decoder(&cfg);
-                if (!dec)
-                        return -ENOMEM;
-                status = pt_pkt_sync_forward(dec);
-                if (status < 0) {
-                        pt_pkt_free_decoder(dec);
-                        /* A ring smaller than the PSB period may hold none. */
-                        if (status == -pte_eos && synth_truth_window(c->truth, c->window_start, &mark) < 0)
-                                continue;
-                        return check_fail(ret_error, "cpu%u: no PSB in %zu bytes: %s", c->cpu, c->aux_size,
-                                          pt_errstr(pt_errcode(status)));
-                }
-                (void)pt_pkt_get_offset(dec, &first);
-                expect = first;
-                if (synth_truth_window(c->truth, c->window_start, &mark) >= 0) {
-                        if (mark->offset - c->window_start != first) {
-                                pt_pkt_free_decoder(dec);
-                                return check_fail(ret_error,
-                                                  "cpu%u: first PSB at 0x%" PRIx64
-                                                  ", the truth says 0x%" PRIx64,
-                                                  c->cpu, first, mark->offset - c->window_start);
-                        }
-                        psb_event = mark->event_idx;
-                }
-                for (;;) {
-                        struct pt_packet pkt;
-
-                        (void)pt_pkt_get_offset(dec, &off);
-                        status = pt_pkt_next(dec, &pkt, sizeof pkt);
-                        if (status == -pte_eos) {
-                                /* The snapshot cuts the last packet at most. */
-                                if (off != c->aux_size && c->aux_size - off > 16) {
-                                        pt_pkt_free_decoder(dec);
-                                        return check_fail(ret_error,
-                                                          "cpu%u: %" PRIu64 " bytes left at the end", c->cpu,
-                                                          c->aux_size - off);
-                                }
-                                break;
-                        }
-                        if (status < 0) {
-                                pt_pkt_free_decoder(dec);
-                                return check_fail(ret_error, "cpu%u: packet error at 0x%" PRIx64 ": %s",
-                                                  c->cpu, off, pt_errstr(pt_errcode(status)));
-                        }
-                        if (off != expect) {
-                                pt_pkt_free_decoder(dec);
-                                return check_fail(ret_error, "cpu%u: gap before the packet at 0x%" PRIx64,
-                                                  c->cpu, off);
-                        }
-                        expect = off + pkt.size;
-                        count_packet(stats, &pkt);
-                        if (pkt.type == ppt_psb) {
-                                stats->psbs++;
-                                /* Each PSB is one the truth lists. */
-                                while (psb_event < c->truth->n_events &&
-                                       c->truth->events[psb_event].kind != SYNTH_EVENT_PSB)
-                                        psb_event++;
-                                if (!mark || psb_event >= c->truth->n_events ||
-                                    c->truth->events[psb_event].a != c->window_start + off) {
-                                        pt_pkt_free_decoder(dec);
-                                        return check_fail(ret_error,
-                                                          "cpu%u: PSB at 0x%" PRIx64 " is not in the truth",
-                                                          c->cpu, off);
-                                }
-                                psb_event++;
-                        }
-                }
-                stats->bytes += c->aux_size - first;
-                pt_pkt_free_decoder(dec);
-        }
-        return 0;
-}
-
-/* ------------------------------------------------------------------ */
-/* Side-band */
-
-int synth_check_sideband(const SynthResult *res, char **ret_error) {
-        PerfRecordStream s;
-        const void *rec;
-        size_t size, *next_switch;
-        uint64_t last_time = 0, n = 0;
-        int r;
-
-        next_switch = calloc(res->n_cpus, sizeof *next_switch);
-        if (!next_switch)
-                return -ENOMEM;
-        perf_record_stream_init(&s, res->sideband, res->sideband_size);
-        while ((r = perf_record_stream_next(&s, &rec, &size)) > 0) {
-                PerfRecord pr;
-                const SynthCpuResult *c;
-
-                n++;
-                r = perf_record_parse(rec, size, SYNTH_SAMPLE_TYPE, true, &pr);
-                if (r < 0) {
-                        r = check_fail(ret_error, "side-band record %" PRIu64 " does not parse: %s", n,
-                                       strerror(-r));
-                        break;
-                }
-                if (!pr.has_sample_id || pr.sid.cpu >= res->n_cpus) {
-                        r = check_fail(ret_error, "side-band record %" PRIu64 " lacks a valid sample_id", n);
-                        break;
-                }
-                if (pr.sid.time < last_time) {
-                        r = check_fail(ret_error, "side-band record %" PRIu64 " goes back in time", n);
-                        break;
-                }
-                last_time = pr.sid.time;
-                if (pr.type != PERF_RECORD_SWITCH_CPU_WIDE || pr.switch_.out)
-                        continue;
-                c = &res->cpus[pr.sid.cpu];
-                if (next_switch[pr.sid.cpu] >= c->n_switches) {
-                        r = check_fail(ret_error, "cpu%u: side-band has a switch the CPU did not make",
-                                       c->cpu);
-                        break;
-                }
-                {
-                        const SynthSwitchLog *sw = &c->switches[next_switch[pr.sid.cpu]++];
-
-                        if (pr.sid.tid != sw->tid ||
-                            pr.sid.time != perf_tsc_to_time(&res->conversion, sw->tsc)) {
-                                r = check_fail(ret_error,
-                                               "cpu%u: side-band switch to %" PRIu32 " at %" PRIu64
-                                               " but the CPU switched to %" PRIu32 " at %" PRIu64,
-                                               c->cpu, pr.sid.tid, pr.sid.time, sw->tid,
-                                               perf_tsc_to_time(&res->conversion, sw->tsc));
-                                break;
-                        }
-                }
-        }
-        if (r == 0)
-                for (size_t i = 0; i < res->n_cpus; i++)
-                        if (next_switch[i] != res->cpus[i].n_switches) {
-                                r = check_fail(ret_error, "cpu%zu: %zu switches missing from the side-band",
-                                               i, res->cpus[i].n_switches - next_switch[i]);
-                                break;
-                        }
-        if (r == 0 && n != res->n_records)
-                r = check_fail(ret_error, "side-band has %" PRIu64 " records, expected %" PRIu64, n,
-                               res->n_records);
-        free(next_switch);
-        return r < 0 ? r : 0;
 }

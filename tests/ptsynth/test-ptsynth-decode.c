@@ -189,8 +189,6 @@ int main(int argc, char **argv) {
                 s.next = s.last = (unsigned)atoi(argv[1]);
         if (argc > 2)
                 s.last = (unsigned)atoi(argv[2]);
-        if (access(synth_kernel_default_path(), R_OK) < 0)
-                test_skip("the kernel-like image %s is not built", synth_kernel_default_path());
         if (argc <= 1)
                 self_test();
         n_threads = MAX(1L, MIN(n_threads, (long)ELEMENTSOF(threads)));

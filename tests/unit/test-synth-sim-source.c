@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * The simulated trace source (daemon/sim/synth-source.c) driven as the emulated
+ * The simulated trace source (daemon/sim/source/) driven as the emulated
  * PMU drives it: produce() per CPU with the PMU's clock, `max` bytes at a
  * time. What it must hold to:
  *
@@ -41,7 +41,7 @@
 #include "common/perf/record.h"
 #include "common/perf/ring.h"
 #include "daemon/sim/pmu-sim.h"
-#include "daemon/sim/synth-source.h"
+#include "daemon/sim/source.h"
 #include "test.h"
 #include "common/basic/time-util.h"
 
@@ -99,9 +99,9 @@ static void rig_init(Rig *r, unsigned n_cpus, unsigned cpu, uint64_t rate) {
         int k;
 
         *r = (Rig){.n_cpus = n_cpus, .cpu = cpu, .sb_fd = -EBADF};
-        k = sim_trace_source_new_full(&so, &r->src, &error);
+        k = sim_trace_source_new(&so, &r->src, &error);
         if (k < 0)
-                test_fail("sim_trace_source_new_full: %s (%s)", strerror(-k), strna(error));
+                test_fail("sim_trace_source_new: %s (%s)", strerror(-k), strna(error));
         po = (PmuSimOptions){.n_cpus = n_cpus, .bytes_per_sec = rate, .source = r->src};
         ASSERT_OK(pmu_sim_new(&po, &r->pmu));
         if (cpu >= n_real_cpus()) {
@@ -398,25 +398,25 @@ static void test_refusals(void) {
         static const char *const kernel_events[] = {"intel_pt//", "intel_pt//k", "intel_pt/tsc,mtc/uk"};
         for (size_t i = 0; i < ELEMENTSOF(kernel_events); i++) {
                 so.event = kernel_events[i];
-                ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EOPNOTSUPP);
+                ASSERT_ERROR(sim_trace_source_new(&so, &src, &error), EOPNOTSUPP);
                 ASSERT_CONTAINS(error, "Event=intel_pt//u");
                 error = mfree(error);
         }
 
         so.event = "intel_pt/mtc_period=4/u";
-        ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EINVAL);
+        ASSERT_ERROR(sim_trace_source_new(&so, &src, &error), EINVAL);
         ASSERT_CONTAINS(error, "mtc_period");
         error = mfree(error);
 
         so.event = "intel_pt/branch=0/u";
-        ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EOPNOTSUPP);
+        ASSERT_ERROR(sim_trace_source_new(&so, &src, &error), EOPNOTSUPP);
         ASSERT_CONTAINS(error, "branch=0");
         error = mfree(error);
 
         /* MTC every 320 ns costs 6.25 MB/s with tracing off. */
         so.event = NULL;
         so.bytes_per_sec = 4U << 20;
-        ASSERT_ERROR(sim_trace_source_new_full(&so, &src, &error), EINVAL);
+        ASSERT_ERROR(sim_trace_source_new(&so, &src, &error), EINVAL);
         ASSERT_CONTAINS(error, "Rate=");
         ASSERT_CONTAINS(error, "mtc_period=3");
         error = mfree(error);
@@ -425,12 +425,12 @@ static void test_refusals(void) {
          * else than what it needs (root, for the real CPUs). */
         so.event = "intel_pt/mtc_period=9/u";
         if (geteuid() == 0) {
-                ASSERT_OK(sim_trace_source_new_full(&so, &src, &error));
+                ASSERT_OK(sim_trace_source_new(&so, &src, &error));
                 src->free(src);
         }
 
         so.n_cpus = 0;
-        ASSERT_ERROR(sim_trace_source_new(&so, &src), EINVAL);
+        ASSERT_ERROR(sim_trace_source_new(&so, &src, NULL), EINVAL);
 }
 
 /* A CPU beyond the machine: synthetic processes, their side-band injected. */

@@ -1,0 +1,388 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * Inside the simulated trace source (daemon/sim/source.h; the design is
+ * the comment at the top of source.c): its constants, its state, and what
+ * its modules call of each other. Nothing outside daemon/sim/source/
+ * includes this.
+ */
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <intel-pt.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/sysmacros.h>
+
+#include "common/basic/fileio.h"
+#include "common/basic/parse-util.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
+#include "common/perf/ring.h"
+#include "common/perf/sys.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
+#include "daemon/synth/cpu.h"
+#include "daemon/synth/kernel.h"
+#include "daemon/synth/loader.h"
+#include "daemon/sim/source.h"
+#include "common/basic/time-util.h"
+
+#define TICKS_PER_NS (PMU_SIM_TSC_HZ / NSEC_PER_SEC)
+#define TICKS_US(x) ((uint64_t)(x) * (PMU_SIM_TSC_HZ / 1000000))
+
+/* Our tracking events see each switch later than the recorder's: the
+ * kernel writes the records of one switch event by event, newest event
+ * first, and the recorder's events are newer than ours. Measured on the
+ * development VMs: 0.4 µs typically, 2.5 µs at p99, 37 µs at most in
+ * 10,000 switches (a vCPU descheduled in between). A run's trace stops
+ * this long before our record's time, so that its last TIP.PGE precedes
+ * the recorder's record; the next run's first TIP.PGE comes after ours. */
+#define GUARD TICKS_US(100)
+/* How far behind the PMU's clock the simulation runs: the records of a
+ * run's end are in the rings before the run's trace must stop. */
+#define LAG (GUARD + TICKS_US(300))
+/* The next run's thread is asked for this long before our record's time:
+ * the synthesizer switches 1-3 µs after the request. */
+#define LEAD (TICKS_US(1) / 2)
+#define SWITCH_MIN_LATENCY TICKS_US(1)
+#define SWITCH_MAX_LATENCY TICKS_US(3)
+/* A traced stretch starts only with this much of the run left. */
+#define MIN_TRACED TICKS_US(6)
+/* Simulation step: how often the byte budget and the schedule are looked at. */
+#define STEP TICKS_US(10)
+/* Synthesized bytes the PMU has not taken yet: beyond this, wait. */
+#define PENDING_MAX (64U * 1024)
+#define QUEUE_MAX 65536U
+#define MAX_SLOTS 256U
+#define PROC_VERSIONS 4U
+#define IMAGE_CACHE_MAX 256U
+#define BINDINGS_MAX 64U
+#define DRAIN_INTERVAL_NS (50 * NSEC_PER_USEC)
+/* Mirror records wait this long for records of other rings before them. */
+#define HOLDBACK_NS (100 * NSEC_PER_USEC)
+#define FLUSH_SOON_NS NSEC_PER_SEC
+#define FLUSH_LATE_NS (30 * NSEC_PER_SEC)
+#define HUSKS_MAX 16384U
+/* Further behind the PMU's clock than this, a CPU skips ahead. */
+#define BEHIND_MAX TICKS_US(20000)
+/* Less than `max` is handed out only once it is this old: the PMU calls
+ * again at once while it is owed bytes. */
+#define HOLD TICKS_US(1000)
+#define IDLE_CPU_NS NSEC_PER_SEC
+#define PRUNE_INTERVAL_NS (100 * NSEC_PER_MSEC)
+#define PRUNE_KEEP TICKS_US(1000000)
+#define BLOCKS_MAX 200000U
+#define TRACK_PAGES_MAX 256U
+#define PROC_MAPS_MAX (16U << 20)
+
+#define SYN_PROCS 3U
+#define SYN_MAX_THREADS 3U
+#define SYN_PID_BASE UINT32_C(0x40000000)
+#define SYN_PID_SPAN UINT32_C(0x100000)
+
+static const char *const syn_default_exes[] = {
+        "/usr/bin/bash", "/usr/bin/ls",   "/usr/bin/grep",    "/usr/bin/sed",
+        "/usr/bin/tar",  "/usr/bin/gzip", "/usr/bin/find",    "/usr/bin/sort",
+        "/usr/bin/xz",   "/usr/bin/perl", "/usr/bin/python3",
+};
+
+/* ------------------------------------------------------------------ */
+/* Types */
+
+typedef struct SimImage {
+        SynthImage *img; /* NULL: the file could not be loaded (not retried) */
+        char *path;
+        uint64_t ino;
+        unsigned refs; /* address-space versions mapping it */
+        uint64_t last_used;
+} SimImage;
+
+/* An executable file mapping as the side-band tells it. */
+typedef struct SimMap {
+        uint64_t start, end, pgoff;
+        uint64_t t_start, t_end; /* TSC */
+        char *path;
+        uint64_t ino; /* 0: unknown */
+        uint8_t build_id[PERF_BUILD_ID_MAX];
+        uint8_t build_id_size;
+} SimMap;
+
+/* One process's address space over a span of time. */
+typedef struct SimAs {
+        unsigned refs;
+        uint64_t valid_from, valid_until; /* TSC */
+        SynthProcess proc;                /* .as NULL: nothing traceable */
+        SimImage **images;
+        size_t n_images;
+} SimAs;
+
+/* How the relocations of one list of images (in load order) bind: the
+ * same for every process that maps the same files, whatever the
+ * addresses. Per image, per relocation: the index of the defining image
+ * (SIZE_MAX: unresolved) and the link-time address there. */
+typedef struct SimBinding {
+        SynthImage **images;
+        size_t n_images;
+        size_t **def;
+        uint64_t **addr;
+        uint64_t last_used;
+} SimBinding;
+
+typedef struct SimProc {
+        uint32_t pid;
+        SimMap *maps;
+        size_t n_maps, a_maps;
+        SimAs *versions[PROC_VERSIONS];
+        size_t n_versions;
+        uint64_t t_dead; /* TSC of the leader's EXIT, UINT64_MAX while alive */
+} SimProc;
+
+typedef enum SimEventKind {
+        SIM_EV_SWITCH, /* from `time` on, pid/tid runs on the CPU */
+        SIM_EV_CHANGE, /* pid's executable mappings changed at `time` */
+} SimEventKind;
+
+typedef struct SimEvent {
+        uint64_t time; /* TSC */
+        uint32_t pid, tid;
+        SimEventKind kind;
+} SimEvent;
+
+typedef enum SimGraveKind {
+        SIM_GRAVE_HUSK,  /* SynthAddressSpace emptied by sim_as_retire() */
+        SIM_GRAVE_IMAGE, /* SimImage */
+} SimGraveKind;
+
+typedef struct SimGrave {
+        SimGraveKind kind;
+        void *p;
+        uint64_t epoch;
+} SimGrave;
+
+/* A side-band record waiting to be applied in time order. */
+typedef struct SimPending {
+        uint64_t time, seq;
+        size_t offset, size;
+} SimPending;
+
+typedef struct SimTracker {
+        unsigned cpu;
+        int fd;
+        void *map;
+        size_t map_size;
+        PerfRing ring;
+} SimTracker;
+
+/* A thread of a real process on one CPU, for one address-space version. */
+typedef struct SimSlot {
+        uint32_t pid, tid;
+        SimAs *as; /* reference held */
+        SynthThread *t;
+        uint64_t last_used;
+} SimSlot;
+
+typedef struct SynProc {
+        SynthProcess p;
+        unsigned n_live;
+} SynProc;
+
+typedef struct SynTask {
+        SynthThread *t;
+        SynProc *proc;
+        bool leader;
+        uint32_t ptid;
+        uint64_t exit_at; /* TSC */
+        bool exited;
+} SynTask;
+
+typedef struct SynWorld {
+        SynTask **tasks;
+        size_t n_tasks;
+        SynthRng rng;
+        uint32_t next_pid;
+        uint64_t slice_end;
+        SynthThread *sb_cur;      /* what the side-band says runs */
+        SynthThread *req_logical; /* what the switch in flight means to the side-band */
+        bool ready;               /* the CPU's tracking event takes records */
+        uint64_t retry_at;        /* not ready: when to try again */
+        int error;
+} SynWorld;
+
+typedef struct SimSource SimSource;
+
+typedef struct SimCpu {
+        SimSource *src;
+        unsigned cpu;
+        bool real;
+
+        /* Under src->lock. */
+        SimEvent *queue;
+        size_t n_queue, a_queue;
+        bool queue_lost;
+        bool in_produce, needs_flush, has_cache;
+        uint64_t flushed_epoch;
+        uint64_t last_call_ns, last_flush_ns;
+        uint64_t published_tsc;
+
+        /* The CPU's producer thread only. */
+        bool inited, fresh;
+        SynthCpu sc;
+        SynthThread *idle;
+        Buffer out; /* synthesized, not taken: [out_head, out.size) */
+        size_t out_head;
+        uint64_t out_off;       /* stream offset of out.data[out_head] */
+        uint64_t out_first_tsc; /* when the oldest byte not taken was made */
+        uint64_t *bounds;       /* stream offsets of packet boundaries, ascending */
+        size_t n_bounds, a_bounds, bounds_head;
+        int sink_error;
+
+        /* Budget. */
+        int64_t tokens;
+        uint64_t tok_tsc, tok_off, tok_frac;
+        bool gap;
+        uint64_t gap_until;
+
+        /* Real CPUs. */
+        SimEvent *ev; /* time line, sorted; ev_pos: next to apply */
+        size_t n_ev, a_ev, ev_pos;
+        uint32_t want_pid, want_tid; /* UINT32_MAX: unknown */
+        uint64_t last_switch;        /* time of the last switch applied */
+        uint64_t stream_start;
+        SimSlot *want; /* NULL: no trace */
+        uint64_t not_before;
+        SimSlot **slots;
+        size_t n_slots;
+        SimSlot **zombies; /* replaced, still on the CPU */
+        size_t n_zombies, a_zombies;
+
+        /* CPUs beyond the machine. */
+        SynWorld *world;
+
+        SimSourceCpuStats stats;
+} SimCpu;
+
+struct SimSource {
+        SimTraceSource base;
+        unsigned n_cpus;
+        uint32_t self; /* our pid */
+        uint64_t seed;
+        uint64_t rate;  /* bytes per second */
+        uint64_t floor; /* what timing packets cost with tracing off, bytes per second */
+        int64_t burst;
+        uint64_t pge_delay; /* a run's thread is asked for no earlier than this after (boundary - LEAD) */
+        uint64_t min_run;
+        uint64_t switch_pge; /* synthetic CPUs: from a switch to the next thread's TIP.PGE */
+        SynthCpuConfig cc;
+
+        SynthImageSet kset;
+        SynthKernel kernel;
+        bool kernel_loaded;
+
+        pthread_mutex_t lock;
+        SimImage **images;
+        size_t n_images;
+        SimBinding *bindings[BINDINGS_MAX];
+        size_t n_bindings;
+        SimProc **procs; /* by pid */
+        size_t n_procs, a_procs;
+        SimTracker *trackers;
+        size_t n_trackers;
+        SimPending *pending;
+        size_t n_pending, a_pending;
+        uint64_t pending_seq;
+        Buffer pending_data;
+        uint64_t drained_ns, pruned_ns;
+        SimGrave *graves;
+        size_t n_graves, a_graves, n_image_graves;
+        uint64_t epoch;
+        SynthImageSet syn_set;
+        SynthAddressPlan syn_plan;
+        char **syn_exes;
+        size_t n_syn_exes;
+
+        SimCpu *cpus;
+};
+
+static inline uint64_t ns_to_tsc(uint64_t ns) {
+        return ns * TICKS_PER_NS;
+}
+
+static inline uint64_t tsc_to_ns(uint64_t tsc) {
+        return tsc / TICKS_PER_NS;
+}
+
+/* Time since `then`; 0 when another thread stored a later clock reading. */
+static inline uint64_t since(uint64_t now, uint64_t then) {
+        return now > then ? now - then : 0;
+}
+
+/* addrspace.c */
+void sim_image_free(SimImage *i);
+void sim_grave_free(SimGrave *g);
+void sim_as_retire(SimSource *s, SynthAddressSpace *as);
+void sim_grave_collect(SimSource *s, uint64_t now_ns);
+void sim_binding_free(SimBinding *b);
+void sim_image_evict(SimSource *s);
+int sim_as_build(SimSource *s, SimProc *p, uint64_t t, SimAs **ret);
+void sim_as_unref(SimSource *s, SimAs *a);
+
+/* mirror.c */
+SimProc *sim_proc_find(SimSource *s, uint32_t pid);
+SimProc *sim_proc_get(SimSource *s, uint32_t pid);
+void sim_proc_free(SimSource *s, SimProc *p);
+SimMap *sim_proc_add_map(SimProc *p, const SimMap *m);
+bool sim_proc_unmap_range(SimProc *p, uint64_t start, uint64_t end, uint64_t t);
+bool sim_proc_end_all(SimProc *p, uint64_t t);
+void sim_queue_push(SimCpu *c, const SimEvent *e);
+void sim_proc_changed(SimSource *s, SimProc *p, uint64_t t);
+SimAs *sim_proc_version(SimSource *s, uint32_t pid, uint64_t t);
+int sim_proc_scan(SimSource *s, uint64_t t);
+
+/* sideband.c */
+void sim_hub_drain(SimSource *s, uint64_t now_ns);
+void sim_tracker_close(SimTracker *t);
+int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret);
+void sim_prune(SimSource *s, uint64_t now_ns);
+
+/* output.c */
+uint64_t sim_cpu_tsc(const SimCpu *c);
+void sim_out_sink(void *userdata, const uint8_t *p, size_t n);
+size_t sim_out_pending(const SimCpu *c);
+void sim_out_reset(SimCpu *c, uint64_t off);
+ssize_t sim_out_take(SimCpu *c, uint8_t *buf, size_t max);
+
+/* slots.c */
+bool sim_thread_busy(const SimCpu *c, const SynthThread *t);
+void sim_delay_return(SynthThread *t, uint64_t ticks);
+void sim_hold_in_kernel(SynthThread *t);
+void sim_slot_free(SimSource *s, SimSlot *sl);
+void sim_zombies_reap(SimSource *s, SimCpu *c);
+int sim_zombie_add(SimSource *s, SimCpu *c, SimSlot *sl);
+int sim_slots_evict(SimSource *s, SimCpu *c);
+void sim_cpu_set_caches(SimCpu *c);
+int sim_cpu_flush(SimSource *s, SimCpu *c, uint64_t now_ns);
+void sim_budget_reset(SimSource *s, SimCpu *c);
+void sim_budget_update(SimSource *s, SimCpu *c, bool traced);
+int sim_steer(SimCpu *c, SynthThread *to);
+
+/* real.c */
+void sim_real_apply(SimSource *s, SimCpu *c, size_t idx);
+void sim_real_forget_want(SimCpu *c);
+void sim_real_pull(SimSource *s, SimCpu *c, uint64_t drop_before);
+int sim_real_advance(SimSource *s, SimCpu *c, uint64_t horizon);
+
+/* synthetic.c */
+void sim_syn_world_free(SimSource *s, SynWorld *w);
+void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc);
+int sim_syn_world_new(SimSource *s, SimCpu *c);
+int sim_syn_advance(SimSource *s, SimCpu *c, uint64_t horizon);
+
+/* stream.c */
+ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+                           size_t max);

@@ -1,0 +1,299 @@
+/* SPDX-License-Identifier: MIT */
+
+/*
+ * The real side-band: our tracking events on the CPUs this machine has,
+ * drained in time order into the mirror and each CPU's time line; pruning
+ * of what no CPU can need any more.
+ */
+
+#include "daemon/sim/source/internal.h"
+
+/* Apply one record to the mirror, in time order with the others. */
+static void hub_apply(SimSource *s, const void *rec, size_t size) {
+        PerfRecord r;
+        uint64_t t;
+        SimProc *p;
+
+        if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0 || !r.has_sample_id)
+                return;
+        t = ns_to_tsc(r.sid.time);
+        switch (r.type) {
+        case PERF_RECORD_MMAP:
+        case PERF_RECORD_MMAP2: {
+                bool exec, changed;
+                SimMap m = {};
+
+                if ((r.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
+                        return;
+                if (r.type == PERF_RECORD_MMAP) {
+                        m = (SimMap){.start = r.mmap.addr,
+                                     .end = r.mmap.addr + r.mmap.len,
+                                     .pgoff = r.mmap.pgoff};
+                        m.path = (char *)r.mmap.filename;
+                        exec = !(r.misc & PERF_RECORD_MISC_MMAP_DATA);
+                        p = sim_proc_get(s, r.mmap.pid);
+                } else {
+                        m = (SimMap){.start = r.mmap2.addr,
+                                     .end = r.mmap2.addr + r.mmap2.len,
+                                     .pgoff = r.mmap2.pgoff};
+                        m.path = (char *)r.mmap2.filename;
+                        exec = (r.mmap2.prot & PROT_EXEC) ||
+                               (!r.mmap2.prot && !(r.misc & PERF_RECORD_MISC_MMAP_DATA));
+                        if (r.mmap2.has_build_id) {
+                                m.build_id_size = MIN(r.mmap2.build_id_size, (uint8_t)PERF_BUILD_ID_MAX);
+                                memcpy(m.build_id, r.mmap2.build_id, m.build_id_size);
+                        } else
+                                m.ino = r.mmap2.ino;
+                        p = sim_proc_get(s, r.mmap2.pid);
+                }
+                if (!p || m.end <= m.start)
+                        return;
+                changed = sim_proc_unmap_range(p, m.start, m.end, t);
+                if (exec && m.path[0] == '/' && m.path[1] != '/') {
+                        m.t_start = t;
+                        m.t_end = UINT64_MAX;
+                        changed = sim_proc_add_map(p, &m) || changed;
+                }
+                if (changed)
+                        sim_proc_changed(s, p, t);
+                return;
+        }
+        case PERF_RECORD_COMM:
+                if (!r.comm.exec)
+                        return;
+                p = sim_proc_get(s, r.comm.pid);
+                if (p) {
+                        p->t_dead = UINT64_MAX;
+                        sim_proc_end_all(p, t);
+                        sim_proc_changed(s, p, t);
+                }
+                return;
+        case PERF_RECORD_FORK: {
+                SimProc *parent, *child;
+
+                if (r.fork.pid == r.fork.ppid)
+                        return;
+                child = sim_proc_get(s, r.fork.pid);
+                if (!child)
+                        return;
+                sim_proc_end_all(child, t);
+                child->t_dead = UINT64_MAX;
+                parent = sim_proc_find(s, r.fork.ppid);
+                if (parent) {
+                        size_t n = parent->n_maps;
+
+                        for (size_t i = 0; i < n; i++) {
+                                SimMap m = parent->maps[i];
+
+                                if (m.t_end != UINT64_MAX)
+                                        continue;
+                                m.t_start = t;
+                                (void)sim_proc_add_map(child, &m);
+                        }
+                }
+                sim_proc_changed(s, child, t);
+                return;
+        }
+        case PERF_RECORD_EXIT:
+                if (r.exit.pid != r.exit.tid)
+                        return;
+                p = sim_proc_find(s, r.exit.pid);
+                if (p) {
+                        sim_proc_end_all(p, t);
+                        p->t_dead = t;
+                        sim_proc_changed(s, p, t);
+                }
+                return;
+        case PERF_RECORD_LOST:
+                (void)sim_proc_scan(s, t);
+                return;
+        default:
+                return;
+        }
+}
+
+static int pending_cmp(const void *a, const void *b) {
+        const SimPending *x = a, *y = b;
+
+        if (x->time != y->time)
+                return x->time < y->time ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* Read every ring. Switches go to their CPU's time line (a ring is in
+ * time order, the CPU sorts what it gets). Records that change the
+ * mirror are applied in time order across the rings, once older than
+ * the hold-back, so that a late ring write still lands in order: a FORK
+ * read after its child's exec must not undo the exec. Lock held. */
+void sim_hub_drain(SimSource *s, uint64_t now_ns) {
+        uint64_t release = ns_to_tsc(now_ns > HOLDBACK_NS ? now_ns - HOLDBACK_NS : 0);
+        size_t done = 0;
+
+        s->drained_ns = now_ns;
+        for (size_t i = 0; i < s->n_trackers; i++) {
+                SimTracker *tr = &s->trackers[i];
+                uint64_t corrupt = tr->ring.corrupt_bytes;
+                const void *rec;
+                size_t size;
+                int r;
+
+                perf_ring_begin(&tr->ring);
+                while ((r = perf_ring_next(&tr->ring, &rec, &size)) > 0) {
+                        PerfRecord pr;
+
+                        if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &pr) < 0 ||
+                            !pr.has_sample_id)
+                                continue;
+                        if (pr.type == PERF_RECORD_SWITCH_CPU_WIDE) {
+                                SimEvent e = {.time = ns_to_tsc(pr.sid.time), .kind = SIM_EV_SWITCH};
+
+                                if (tr->cpu >= s->n_cpus)
+                                        continue;
+                                if (pr.switch_.out) {
+                                        e.pid = pr.switch_.next_prev_pid;
+                                        e.tid = pr.switch_.next_prev_tid;
+                                } else {
+                                        e.pid = pr.sid.pid;
+                                        e.tid = pr.sid.tid;
+                                }
+                                sim_queue_push(&s->cpus[tr->cpu], &e);
+                                continue;
+                        }
+                        /* Switches lost: who runs is unknown until the next one. */
+                        if (pr.type == PERF_RECORD_LOST && tr->cpu < s->n_cpus)
+                                s->cpus[tr->cpu].queue_lost = true;
+                        if (pr.type != PERF_RECORD_MMAP && pr.type != PERF_RECORD_MMAP2 &&
+                            pr.type != PERF_RECORD_COMM && pr.type != PERF_RECORD_FORK &&
+                            pr.type != PERF_RECORD_EXIT && pr.type != PERF_RECORD_LOST)
+                                continue;
+                        if (s->n_pending == s->a_pending) {
+                                size_t na = MAX(s->a_pending * 2, (size_t)256);
+                                SimPending *a = realloc(s->pending, na * sizeof *a);
+
+                                if (!a)
+                                        continue;
+                                s->pending = a;
+                                s->a_pending = na;
+                        }
+                        s->pending[s->n_pending] = (SimPending){
+                                .time = ns_to_tsc(pr.sid.time),
+                                .seq = s->pending_seq++,
+                                .offset = s->pending_data.size,
+                                .size = size,
+                        };
+                        if (buffer_append(&s->pending_data, rec, size) >= 0)
+                                s->n_pending++;
+                }
+                perf_ring_end(&tr->ring);
+                if (tr->ring.corrupt_bytes != corrupt)
+                        (void)sim_proc_scan(s, ns_to_tsc(now_ns));
+        }
+
+        if (s->n_pending == 0)
+                return;
+        qsort(s->pending, s->n_pending, sizeof *s->pending, pending_cmp);
+        for (; done < s->n_pending && s->pending[done].time <= release; done++)
+                hub_apply(s, s->pending_data.data + s->pending[done].offset, s->pending[done].size);
+        if (done == s->n_pending) {
+                s->n_pending = 0;
+                buffer_clear(&s->pending_data);
+        } else if (done > 0) {
+                /* Keep the rest, compacted. */
+                _cleanup_buffer_ Buffer keep = BUFFER_NULL;
+
+                for (size_t i = done; i < s->n_pending; i++) {
+                        SimPending *q = &s->pending[i];
+                        size_t off = keep.size;
+
+                        if (buffer_append(&keep, s->pending_data.data + q->offset, q->size) < 0)
+                                return; /* try again next time */
+                        q->offset = off;
+                }
+                memmove(s->pending, s->pending + done, (s->n_pending - done) * sizeof *s->pending);
+                s->n_pending -= done;
+                buffer_done(&s->pending_data);
+                s->pending_data = keep;
+                keep = BUFFER_NULL;
+        }
+}
+
+void sim_tracker_close(SimTracker *t) {
+        perf_ring_done(&t->ring);
+        if (t->map)
+                munmap(t->map, t->map_size);
+        safe_close(t->fd);
+}
+
+int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret) {
+        size_t page = (size_t)sysconf(_SC_PAGESIZE);
+        struct perf_event_attr a;
+        SimTracker t = {.cpu = cpu, .fd = -EBADF};
+        int r;
+
+        /* What the recorder asks for, on the clock of the emulated TSC. */
+        perf_attr_tracking(f, 0, &a);
+        a.use_clockid = 1;
+        a.clockid = CLOCK_MONOTONIC;
+        t.fd = sys_perf_event_open(&a, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
+        if (t.fd < 0)
+                return negative_errno();
+        for (size_t pages = TRACK_PAGES_MAX; pages >= 8; pages /= 4) {
+                t.map_size = (1 + pages) * page;
+                t.map = mmap(NULL, t.map_size, PROT_READ | PROT_WRITE, MAP_SHARED, t.fd, 0);
+                if (t.map != MAP_FAILED)
+                        break;
+                t.map = NULL;
+        }
+        if (!t.map) {
+                r = negative_errno();
+                safe_close(t.fd);
+                return r;
+        }
+        r = perf_ring_init(&t.ring, t.map, t.map_size, page);
+        if (r >= 0 && ioctl(t.fd, PERF_EVENT_IOC_ENABLE, 0) < 0)
+                r = negative_errno();
+        if (r < 0) {
+                sim_tracker_close(&t);
+                return r;
+        }
+        *ret = t;
+        return 0;
+}
+
+/* Drop ended mappings, dead processes and old versions no CPU can need:
+ * 1 s behind the slowest CPU the PMU still calls (one that comes back
+ * starts at the PMU's clock). Lock held. */
+void sim_prune(SimSource *s, uint64_t now_ns) {
+        uint64_t horizon = UINT64_MAX;
+        size_t k = 0;
+
+        for (unsigned i = 0; i < s->n_cpus; i++)
+                if (s->cpus[i].real && s->cpus[i].published_tsc > 0 &&
+                    since(now_ns, s->cpus[i].last_call_ns) <= IDLE_CPU_NS)
+                        horizon = MIN(horizon, s->cpus[i].published_tsc);
+        if (horizon == UINT64_MAX || horizon < PRUNE_KEEP)
+                return;
+        horizon -= PRUNE_KEEP;
+        for (size_t i = 0; i < s->n_procs; i++) {
+                SimProc *p = s->procs[i];
+                size_t m = 0, v = 0;
+
+                for (size_t j = 0; j < p->n_maps; j++)
+                        if (p->maps[j].t_end < horizon)
+                                free(p->maps[j].path);
+                        else
+                                p->maps[m++] = p->maps[j];
+                p->n_maps = m;
+                for (size_t j = 0; j < p->n_versions; j++)
+                        if (p->versions[j]->valid_until < horizon)
+                                sim_as_unref(s, p->versions[j]);
+                        else
+                                p->versions[v++] = p->versions[j];
+                p->n_versions = v;
+                if (p->n_maps == 0 && p->n_versions == 0 && p->t_dead < horizon)
+                        sim_proc_free(s, p);
+                else
+                        s->procs[k++] = p;
+        }
+        s->n_procs = k;
+}

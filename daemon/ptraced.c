@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * ptraced: the Intel PT flight recorder daemon. main() reads as a recipe:
- * logging, arguments, configuration, the PMU backend, the manager, READY,
- * the event loop.
+ * ptraced: the Intel PT flight recorder daemon. run() reads as a recipe:
+ * logging and signals, arguments, configuration, the PMU backend, the
+ * manager (which owns everything else and sends READY=1 once it is all
+ * attached), the event loop.
  */
 
 #include <fcntl.h>
@@ -12,7 +13,6 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "daemon/control/server.h"
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
 #include "daemon/manager/manager.h"
@@ -225,23 +225,14 @@ static int run(int argc, char **argv) {
         _cleanup_strv_free_ char **warnings = NULL;
         _cleanup_free_ char *error = NULL;
         _cleanup_(pmu_backend_freep) PmuBackend *backend = NULL;
-        _cleanup_(control_server_freep) ControlServer *control = NULL; /* freed after the manager */
         _cleanup_(manager_freep) Manager *m = NULL;
-        int r;
+        int r, n_fds;
 
         log_open();
+        /* Before any thread exists: the emulated PMU's producers, the dump
+         * and copy threads. */
+        manager_block_signals();
         ptraced_config_init(&config);
-
-        /* Before any thread exists (the emulated PMU's producers, the dump
-         * and copy threads): a thread that leaves these unblocked would take
-         * SIGTERM/SIGUSR2 with the default action, killing the daemon,
-         * instead of the event loop's signalfd. */
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGUSR2);
-        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
         r = parse_argv(argc, argv);
         if (r <= 0)
@@ -276,6 +267,10 @@ static int run(int argc, char **argv) {
         if (arg_check_config)
                 return check_config(&config, backend);
 
+        n_fds = sd_listen_fds(true);
+        if (n_fds < 0)
+                log_warning_errno(n_fds, "Failed to read the sockets passed by socket activation, ignoring: %m");
+
         r = manager_new(&config, TAKE_PTR(backend), &m);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m");
@@ -283,17 +278,7 @@ static int run(int argc, char **argv) {
         if (arg_sim_truth_dir)
                 manager_set_snapshot_hook(m, write_sim_truth, NULL);
 #endif
-        /* Listening before READY=1; calls wait in the backlog until the loop runs. */
-        int n_fds = sd_listen_fds(true);
-        if (n_fds < 0)
-                log_warning_errno(n_fds, "Failed to read the sockets passed by socket activation, ignoring: %m");
-        r = control_server_new(m, &config, MAX(n_fds, 0), &control);
-        if (r < 0)
-                return r;
-        r = manager_start(m);
-        if (r < 0)
-                return r;
-        r = control_server_attach(control, manager_get_event(m));
+        r = manager_start(m, MAX(n_fds, 0));
         if (r < 0)
                 return r;
         r = manager_run(m);

@@ -12,6 +12,7 @@
 #include "common/basic/parse-util.h"
 #include "daemon/trigger/bpf.h"
 #include "daemon/trigger/crash.h"
+#include "daemon/trigger/details.h"
 #include "daemon/trigger/set.h"
 #include "daemon/trigger/unit.h"
 
@@ -88,7 +89,7 @@ struct Ticket {
 };
 
 struct TriggerSet {
-        Manager *manager;
+        SnapshotService service;
         sd_event *event;
         Trigger *triggers;
         size_t n;
@@ -226,6 +227,11 @@ static void note_fired(Trigger *t, usec_t now) {
 
 static void status_update(TriggerSet *s);
 
+static void service_state_changed(TriggerSet *s) {
+        if (s->service.ops->state_changed)
+                s->service.ops->state_changed(s->service.userdata);
+}
+
 static uint64_t guard_cost(Trigger *t, usec_t now) {
         uint64_t sum = 0;
         size_t keep = 0;
@@ -247,7 +253,7 @@ static int on_resume(sd_event_source *src, uint64_t usec, void *userdata) {
         update_kernel_quiet(t);
         log_notice("[Trigger:%s] resumed after its suspension by MaxDumpCPUPercent=.", t->config->name);
         status_update(t->set);
-        manager_refresh_status(t->set->manager);
+        service_state_changed(t->set);
         return 0;
 }
 
@@ -294,7 +300,7 @@ static void suspend(Trigger *t, usec_t now, uint64_t cost_ns) {
                    t->config->name, format_timespan(span, sizeof span, d), percent,
                    format_timespan(window, sizeof window, TRIGGER_GUARD_WINDOW_USEC), max / 100, max % 100);
         status_update(t->set);
-        manager_refresh_status(t->set->manager);
+        service_state_changed(t->set);
 }
 
 static void guard_account(Trigger *t, uint64_t cpu_ns) {
@@ -373,7 +379,7 @@ static void ticket_complete(Ticket *k) {
                 log_crash(t, k);
 }
 
-static void on_snapshot_done(Manager *m, const SnapshotResult *r, void *userdata) {
+static void on_snapshot_done(const SnapshotResult *r, void *userdata) {
         Ticket *k = userdata;
 
         if (k->set && k->trigger < k->set->n) {
@@ -391,147 +397,6 @@ static void on_snapshot_done(Manager *m, const SnapshotResult *r, void *userdata
         if (k->filled)
                 ticket_complete(k);
         ticket_unref(k);
-}
-
-/* ---- details ---- */
-
-static const char *task_state_name(uint64_t state) {
-        if ((state & 0x0402) == 0x0402)
-                return "I"; /* TASK_IDLE */
-        if (state & 0x0002)
-                return "D";
-        if (state & 0x0001)
-                return "S";
-        if (state & 0x0004)
-                return "T";
-        if (state & 0x0008)
-                return "t";
-        return "?";
-}
-
-static void comm_copy(char dst[static TRIGGER_COMM_LEN + 1], const char src[TRIGGER_COMM_LEN]) {
-        memcpy(dst, src, TRIGGER_COMM_LEN);
-        dst[TRIGGER_COMM_LEN] = 0;
-}
-
-static int fill_event_details(Trigger *t, const struct trigger_event *e, struct json_object *d, Ticket *k) {
-        const TriggerConfig *c = t->config;
-        Manager *m = t->set->manager;
-        char comm[TRIGGER_COMM_LEN + 1], range[96];
-        uint64_t start = 0, end = 0;
-        int r = 0;
-
-        comm_copy(comm, e->comm);
-        r = json_add_string(d, "trigger", c->name);
-        if (r >= 0)
-                r = json_add_string(d, "type", trigger_type_names[c->type]);
-        if (r >= 0)
-                r = json_add_uint64(d, "pid", e->pid);
-        if (r >= 0)
-                r = json_add_uint64(d, "tid", e->tid);
-        if (r >= 0)
-                r = json_add_string(d, "comm", comm);
-        if (r >= 0)
-                r = json_add_uint64(d, "uid", e->uid);
-        if (r >= 0 && e->kind != TRIGGER_EVENT_BLOCKED)
-                r = json_add_uint64(d, "cpu", e->cpu);
-        if (r < 0)
-                return r;
-        if (e->cgroup_id != 0) {
-                _cleanup_free_ char *cg = NULL;
-                /* Resolved from the id: works after the task is gone too. */
-                if (trigger_cgroup_path(e->cgroup_id, &cg) >= 0) {
-                        r = json_add_string(d, "cgroup", cg);
-                        if (r < 0)
-                                return r;
-                        if (k && k->crash && !k->c.cgroup)
-                                k->c.cgroup = TAKE_PTR(cg);
-                }
-        }
-
-        /* The interval in perf time, for `ptctl decode --time=A,B`. */
-        start = manager_mono_to_perf_time(m, e->start_ns);
-        end = manager_mono_to_perf_time(m, e->end_ns);
-        if (start > 0 && end >= start) {
-                r = json_add_uint64(d, "start_time_ns", start);
-                if (r >= 0)
-                        r = json_add_uint64(d, "end_time_ns", end);
-                snprintf(range, sizeof range, "%" PRIu64 ".%09" PRIu64 ",%" PRIu64 ".%09" PRIu64,
-                         start / NSEC_PER_SEC, start % NSEC_PER_SEC, end / NSEC_PER_SEC, end % NSEC_PER_SEC);
-                if (r >= 0)
-                        r = json_add_string(d, "decode_time", range);
-                if (r < 0)
-                        return r;
-        }
-
-        if (e->kind == TRIGGER_EVENT_LATENCY || e->kind == TRIGGER_EVENT_BLOCKED) {
-                ManagerStats st;
-
-                r = json_add_uint64(d, "latency_ns", e->end_ns - e->start_ns);
-                if (r >= 0)
-                        r = json_add_uint64(d, "threshold_ns", c->threshold * NSEC_PER_USEC);
-                manager_get_stats(m, &st);
-                /* Whether the trace can reach back to the start: an estimate
-                 * from the measured rate of the busiest CPU. */
-                if (r >= 0 && st.lookback_ns > 0)
-                        r = json_add_bool(d, "interval_in_lookback", e->end_ns - e->start_ns <= st.lookback_ns);
-                if (r < 0)
-                        return r;
-        }
-
-        switch (c->type) {
-        case TRIGGER_TYPE_SCHED_LATENCY: {
-                char other[TRIGGER_COMM_LEN + 1], waker[TRIGGER_COMM_LEN + 1];
-                comm_copy(other, e->other_comm);
-                comm_copy(waker, e->waker_comm);
-                r = json_add_bool(d, "preempted", e->flags & TRIGGER_EVENT_PREEMPTED);
-                if (r >= 0)
-                        r = json_add_uint64(d, "running_pid", e->other_pid);
-                if (r >= 0)
-                        r = json_add_uint64(d, "running_tid", e->other_tid);
-                if (r >= 0)
-                        r = json_add_string(d, "running_comm", other);
-                if (r >= 0 && !(e->flags & TRIGGER_EVENT_PREEMPTED)) {
-                        r = json_add_uint64(d, "waker_pid", e->waker_pid);
-                        if (r >= 0)
-                                r = json_add_uint64(d, "waker_tid", e->waker_tid);
-                        if (r >= 0)
-                                r = json_add_string(d, "waker_comm", waker);
-                }
-                break;
-        }
-        case TRIGGER_TYPE_SYSCALL_LATENCY: {
-                const char *name = trigger_syscall_to_name((long) e->value);
-                r = json_add_string(d, "syscall", name ?: "unknown");
-                if (r >= 0)
-                        r = json_add_i64(d, "syscall_nr", e->value);
-                if (r >= 0)
-                        r = json_add_i64(d, "return", e->value2);
-                break;
-        }
-        case TRIGGER_TYPE_FUNCTION_LATENCY:
-        case TRIGGER_TYPE_FUNCTION_HIT: {
-                char a[32];
-                snprintf(a, sizeof a, "0x%" PRIx64, c->function_address);
-                r = json_add_string(d, "binary", c->binary);
-                if (r >= 0)
-                        r = json_add_string(d, "function", c->function);
-                if (r >= 0)
-                        r = json_add_string(d, "function_address", a);
-                break;
-        }
-        case TRIGGER_TYPE_OFFCPU:
-                r = json_add_string(d, "state", task_state_name((uint64_t) e->value));
-                if (r >= 0)
-                        r = json_add_bool(d, "still_blocked", e->kind == TRIGGER_EVENT_BLOCKED);
-                break;
-        case TRIGGER_TYPE_CRASH:
-                r = trigger_crash_add_details(&k->c, d);
-                break;
-        default:
-                break;
-        }
-        return r;
 }
 
 /* ---- firing ---- */
@@ -554,7 +419,7 @@ static Ticket *send_request(TriggerSet *s, size_t trigger, TriggerRequest *req, 
         }
         req->done = on_snapshot_done;
         req->userdata = k;
-        manager_trigger(s->manager, req);
+        s->service.ops->trigger(s->service.userdata, req);
         return k;
 }
 
@@ -616,7 +481,7 @@ static void fire_event(Trigger *t, const struct trigger_event *e, const char *ex
                 k->c = crash;
                 crash = (TriggerCrash){};
         }
-        r = fill_event_details(t, e, details, k);
+        r = trigger_event_details(t->config, e, &t->set->service, details, k->crash ? &k->c : NULL);
         if (r < 0)
                 log_warning_errno(r, "[Trigger:%s] Cannot describe the event in the bundle, ignoring: %m",
                                   t->config->name);
@@ -825,7 +690,7 @@ static void on_watchdog_fired(const TriggerWatchdogInfo *w, usec_t now, void *us
         if (r >= 0)
                 r = json_add_uint64(d, "pings", w->pings);
         if (r >= 0) {
-                uint64_t since = manager_mono_to_perf_time(s->manager, w->last_ping * NSEC_PER_USEC);
+                uint64_t since = s->service.ops->mono_to_perf_time(s->service.userdata, w->last_ping * NSEC_PER_USEC);
                 if (since > 0)
                         r = json_add_uint64(d, "last_ping_time_ns", since);
         }
@@ -991,15 +856,15 @@ static int start_bpf(TriggerSet *s, Trigger *t) {
         return 0;
 }
 
-int trigger_set_new(Manager *m, const TriggerConfig *list, TriggerSet **ret) {
+int trigger_set_new(sd_event *event, const TriggerConfig *list, const SnapshotService *service, TriggerSet **ret) {
         _cleanup_(trigger_set_freep) TriggerSet *s = calloc(1, sizeof(TriggerSet));
         size_t n = 0, n_units = 0;
         int k;
 
         if (!s)
                 return log_oom();
-        s->manager = m;
-        s->event = sd_event_ref(manager_get_event(m));
+        s->service = *service;
+        s->event = sd_event_ref(event);
         libbpf_set_print(on_libbpf_print);
 
         for (const TriggerConfig *c = list; c; c = c->next) {

@@ -188,28 +188,11 @@ static void write_sim_truth(Manager *m, const struct RecorderSnapshot *s, uint64
 static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         _cleanup_pmu_free_ Pmu *pmu = NULL;
         _cleanup_(pt_event_config_done) PtEventConfig event = {};
-        _cleanup_free_ char *error = NULL;
         int r;
 
-        r = pmu_load(backend->sysfs_root, "intel_pt", &pmu);
-        if (r == -ENOENT)
-                return log_error_errno(r,
-                                       "No intel_pt PMU at %s/bus/event_source/devices/intel_pt: this CPU or kernel "
-                                       "has no Intel Processor Trace. To run on the emulated PMU instead, use "
-                                       "--source=sim (or Source=sim in [Trace]).",
-                                       backend->sysfs_root);
+        r = ptraced_config_load_event(config, backend->sysfs_root, &pmu, &event);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the intel_pt PMU under %s: %m", backend->sysfs_root);
-        if (config->event)
-                r = pt_event_config_parse(pmu, config->event, &event, &error);
-        else
-                r = pt_event_config_default(pmu, &event);
-        if (r == -EINVAL)
-                return log_error_errno(r, "[Trace] Event=%s: %s", strempty(config->event), error);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the intel_pt event configuration: %m");
-        if (event.forced_pt)
-                log_warning("pt=0 doesn't make sense, forcing pt=1");
+                return r;
 
         printf("source: %s\n", trace_source_names[config->source]);
         printf("pmu: %s (type %u)\n", pmu->name, pmu->type);

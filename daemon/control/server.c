@@ -24,6 +24,7 @@
 #include "common/control/protocol.h"
 #include "common/control/varlink.h"
 #include "daemon/control/fifo.h"
+#include "daemon/control/listen.h"
 #include "daemon/control/methods.h"
 #include "daemon/control/server.h"
 
@@ -43,7 +44,6 @@ typedef struct Connection Connection;
 
 struct ControlServer {
         /* Configuration, copied. */
-        char *socket_path;
         mode_t socket_mode;
         ControlAccess read_only_access;
         unsigned max_connections;
@@ -58,14 +58,9 @@ struct ControlServer {
         ControlContext context; /* what the methods read and keep */
 
         /* Listening. */
-        int *listen_fds;
-        sd_event_source **listen_sources;
-        size_t n_listen;
-        sd_event_source *listen_retry; /* re-enables accepting after EMFILE */
-        bool activated;
-        bool bound;                    /* we created socket_path: unlink it at the end */
-        dev_t bound_dev;
-        ino_t bound_ino;
+        ControlListener listener;
+        sd_event_source **listen_sources; /* one per listener.fds */
+        sd_event_source *listen_retry;    /* re-enables accepting after EMFILE */
 
         Connection *connections;
         unsigned n_connections;
@@ -649,7 +644,7 @@ static void server_accept(ControlServer *s, int fd) {
 static int on_listen_retry(sd_event_source *src, uint64_t usec, void *userdata) {
         ControlServer *s = userdata;
 
-        for (size_t i = 0; i < s->n_listen; i++)
+        for (size_t i = 0; i < s->listener.n; i++)
                 (void) sd_event_source_set_enabled(s->listen_sources[i], SD_EVENT_ON);
         return 0;
 }
@@ -670,7 +665,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                 /* Out of descriptors or memory: stop accepting for a while
                  * rather than spin on a listening socket that stays ready. */
                 log_warning_errno(errno, "Cannot accept control connections for now (%m), retrying shortly.");
-                for (size_t k = 0; k < s->n_listen; k++)
+                for (size_t k = 0; k < s->listener.n; k++)
                         (void) sd_event_source_set_enabled(s->listen_sources[k], SD_EVENT_OFF);
                 if (!s->listen_retry)
                         (void) sd_event_add_time_relative(s->event, &s->listen_retry, CLOCK_MONOTONIC, ACCEPT_RETRY,
@@ -684,137 +679,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-/* ---- listening sockets ---- */
-
-static int add_listen_fd(ControlServer *s, int fd) {
-        int *a = realloc(s->listen_fds, sizeof(int) * (s->n_listen + 1));
-
-        if (!a)
-                return -ENOMEM;
-        s->listen_fds = a;
-        s->listen_fds[s->n_listen++] = fd;
-        return 0;
-}
-
-static int take_activated(ControlServer *s, int n) {
-        int r;
-
-        for (int i = 0; i < n; i++) {
-                int fd = SD_LISTEN_FDS_START + i;
-
-                if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
-                        log_warning("Socket activation passed file descriptor %d, which is not a listening Unix "
-                                    "stream socket; ignoring it.",
-                                    fd);
-                        safe_close(fd);
-                        continue;
-                }
-                r = fcntl(fd, F_GETFL);
-                if (r < 0 || fcntl(fd, F_SETFL, r | O_NONBLOCK) < 0)
-                        return log_error_errno(errno, "Cannot make the activated socket non-blocking: %m");
-                r = add_listen_fd(s, fd);
-                if (r < 0) {
-                        safe_close(fd);
-                        return log_oom();
-                }
-        }
-        if (s->n_listen == 0)
-                return log_error_errno(SYNTHETIC_ERRNO(EBADF),
-                                       "Socket activation passed no listening Unix stream socket; check "
-                                       "ptraced.socket (ListenStream=).");
-
-        /* Report the path the first one listens on. */
-        struct sockaddr_un sa = {};
-        socklen_t len = sizeof sa;
-        if (getsockname(s->listen_fds[0], (struct sockaddr *) &sa, &len) >= 0 && sa.sun_path[0] &&
-            len > offsetof(struct sockaddr_un, sun_path)) {
-                char *p = strndup(sa.sun_path, len - offsetof(struct sockaddr_un, sun_path));
-                if (p) {
-                        free(s->socket_path);
-                        s->socket_path = p;
-                }
-        }
-        s->activated = true;
-        log_debug("Serving %zu socket-activated control socket%s (%s)", s->n_listen, s->n_listen == 1 ? "" : "s",
-                  s->socket_path);
-        return 0;
-}
-
-static int bind_socket(ControlServer *s) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_free_ char *dir = NULL, *base = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
-        mode_t old;
-        int r;
-
-        if (strlen(s->socket_path) >= sizeof sa.sun_path)
-                return log_error_errno(SYNTHETIC_ERRNO(ENAMETOOLONG),
-                                       "[Control] Socket=%s is too long for a Unix socket (at most %zu bytes).",
-                                       s->socket_path, sizeof sa.sun_path - 1);
-        strcpy(sa.sun_path, s->socket_path);
-
-        r = path_split(s->socket_path, &dir, &base);
-        if (r < 0)
-                return log_oom();
-        /* Group ptraced must reach the socket; the socket's mode guards it. */
-        r = mkdir_p(dir, 0755);
-        if (r < 0)
-                return log_error_errno(r, "Cannot create %s for the control socket: %m", dir);
-
-        if (lstat(s->socket_path, &st) >= 0) {
-                _cleanup_close_ int probe = -EBADF;
-
-                if (!S_ISSOCK(st.st_mode))
-                        return log_error_errno(SYNTHETIC_ERRNO(EEXIST),
-                                               "%s exists and is not a socket; remove it or set [Control] Socket= "
-                                               "to another path.",
-                                               s->socket_path);
-                probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                if (probe < 0)
-                        return log_error_errno(errno, "Cannot create a socket: %m");
-                if (connect(probe, (struct sockaddr *) &sa, sizeof sa) >= 0 || errno == EAGAIN)
-                        return log_error_errno(SYNTHETIC_ERRNO(EADDRINUSE),
-                                               "Another process (another ptraced?) is listening on %s; stop it or "
-                                               "set [Control] Socket= to another path.",
-                                               s->socket_path);
-                if (errno != ECONNREFUSED)
-                        return log_error_errno(errno, "Cannot check whether %s is in use: %m", s->socket_path);
-                /* Left behind by a daemon that is gone. */
-                if (unlink(s->socket_path) < 0 && errno != ENOENT)
-                        return log_error_errno(errno, "Cannot remove the stale socket %s: %m", s->socket_path);
-        }
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return log_error_errno(errno, "Cannot create the control socket: %m");
-        /* Born 0600, then opened up to SocketMode= once the group is right. */
-        old = umask(0177);
-        r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
-        umask(old);
-        if (r < 0)
-                return log_error_errno(errno, "Cannot bind the control socket to %s: %m", s->socket_path);
-        s->bound = true;
-        if (lstat(s->socket_path, &st) >= 0) {
-                s->bound_dev = st.st_dev;
-                s->bound_ino = st.st_ino;
-        }
-        if (s->have_group && fchownat(AT_FDCWD, s->socket_path, (uid_t) -1, s->group, AT_SYMLINK_NOFOLLOW) < 0)
-                log_warning_errno(errno, "Cannot give %s to group %s, ignoring: %m", s->socket_path, PTRACED_GROUP);
-        if (chmod(s->socket_path, s->socket_mode) < 0)
-                return log_error_errno(errno, "Cannot set mode %04o on %s: %m", (unsigned) s->socket_mode,
-                                       s->socket_path);
-        if (listen(fd, SOMAXCONN) < 0)
-                return log_error_errno(errno, "Cannot listen on %s: %m", s->socket_path);
-
-        r = add_listen_fd(s, fd);
-        if (r < 0)
-                return log_oom();
-        TAKE_FD(fd);
-        log_debug("Listening on %s (mode %04o%s%s)", s->socket_path, (unsigned) s->socket_mode,
-                  s->have_group ? ", group " : "", s->have_group ? PTRACED_GROUP : "");
-        return 0;
-}
+/* ---- the group ---- */
 
 static void lookup_group(ControlServer *s) {
         struct group g, *result = NULL;
@@ -846,10 +711,10 @@ int control_server_new(const ControlServerOptions *o, ControlServer **ret) {
         s = calloc(1, sizeof(*s));
         if (!s)
                 return log_oom();
-        s->socket_path = strdup(o->config->socket ?: PTRACED_SOCKET_PATH);
+        s->listener.path = strdup(o->config->socket ?: PTRACED_SOCKET_PATH);
         s->directory = strdup(o->directory ?: PTRACED_BUNDLE_DIR);
         s->source = strdup(o->source ?: "unknown");
-        if (!s->socket_path || !s->directory || !s->source)
+        if (!s->listener.path || !s->directory || !s->source)
                 return log_oom();
         s->socket_mode = o->config->socket_mode;
         s->read_only_access = o->config->read_only_access;
@@ -871,9 +736,9 @@ int control_server_new(const ControlServerOptions *o, ControlServer **ret) {
         lookup_group(s);
 
         if (o->n_listen_fds > 0)
-                r = take_activated(s, o->n_listen_fds);
+                r = control_listener_take_activated(&s->listener, o->n_listen_fds);
         else
-                r = bind_socket(s);
+                r = control_listener_bind(&s->listener, s->socket_mode, s->have_group ? &s->group : NULL);
         if (r < 0)
                 return r;
 
@@ -893,11 +758,11 @@ int control_server_attach(ControlServer *s, sd_event *event) {
         assert(s->context.service);
         s->event = sd_event_ref(event);
         s->context.started_at = now_usec(CLOCK_MONOTONIC);
-        s->listen_sources = calloc(MAX(s->n_listen, (size_t) 1), sizeof(sd_event_source *));
+        s->listen_sources = calloc(MAX(s->listener.n, (size_t) 1), sizeof(sd_event_source *));
         if (!s->listen_sources)
                 return log_oom();
-        for (size_t i = 0; i < s->n_listen; i++) {
-                r = sd_event_add_io(event, &s->listen_sources[i], s->listen_fds[i], EPOLLIN, on_listen, s);
+        for (size_t i = 0; i < s->listener.n; i++) {
+                r = sd_event_add_io(event, &s->listen_sources[i], s->listener.fds[i], EPOLLIN, on_listen, s);
                 if (r >= 0)
                         r = sd_event_source_set_priority(s->listen_sources[i], CONTROL_PRIORITY);
                 if (r < 0)
@@ -928,24 +793,14 @@ ControlServer *control_server_free(ControlServer *s) {
          * service answer nobody from now on. */
         s->tickets = control_tickets_free(s->tickets);
 
-        for (size_t i = 0; i < s->n_listen; i++) {
-                if (s->listen_sources)
-                        sd_event_source_disable_unref(s->listen_sources[i]);
-                safe_close(s->listen_fds[i]);
-        }
+        for (size_t i = 0; s->listen_sources && i < s->listener.n; i++)
+                sd_event_source_disable_unref(s->listen_sources[i]);
         free(s->listen_sources);
-        free(s->listen_fds);
         sd_event_source_disable_unref(s->listen_retry);
-
-        if (s->bound) {
-                struct stat st;
-                if (lstat(s->socket_path, &st) >= 0 && st.st_dev == s->bound_dev && st.st_ino == s->bound_ino)
-                        (void) unlink(s->socket_path);
-        }
+        control_listener_done(&s->listener);
 
         control_context_done(&s->context);
         sd_event_unref(s->event);
-        free(s->socket_path);
         free(s->directory);
         free(s->source);
         return mfree(s);
@@ -958,9 +813,9 @@ void control_server_get_stats(ControlServer *s, ControlStats *ret) {
 }
 
 const char *control_server_socket_path(ControlServer *s) {
-        return s->socket_path;
+        return s->listener.path;
 }
 
 bool control_server_socket_activated(ControlServer *s) {
-        return s->activated;
+        return s->listener.activated;
 }

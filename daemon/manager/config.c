@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
+#include "common/basic/log.h"
 #include "common/basic/parse-util.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
 
 const char *const trace_source_names[] = {
@@ -161,6 +164,35 @@ static int triggers_config_check(const TriggerLimits *t, char **ret_error) {
                 return 0;
         *ret_error = strdup("[Triggers] RateLimitBurst= and SourceRateLimitBurst= must be at most 10000");
         return -EINVAL;
+}
+
+int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, Pmu **ret_pmu,
+                              PtEventConfig *ret_event) {
+        _cleanup_pmu_free_ Pmu *pmu = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = pmu_load(sysfs_root, "intel_pt", &pmu);
+        if (r == -ENOENT)
+                return log_error_errno(r,
+                                       "No intel_pt PMU at %s/bus/event_source/devices/intel_pt: this CPU or kernel "
+                                       "has no Intel Processor Trace. To run on the emulated PMU instead, use "
+                                       "--source=sim (or Source=sim in [Trace]).",
+                                       sysfs_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the intel_pt PMU under %s: %m", sysfs_root);
+        if (c->event)
+                r = pt_event_config_parse(pmu, c->event, ret_event, &error);
+        else
+                r = pt_event_config_default(pmu, ret_event);
+        if (r == -EINVAL)
+                return log_error_errno(r, "[Trace] Event=%s: %s", strempty(c->event), error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the intel_pt event configuration: %m");
+        if (ret_event->forced_pt)
+                log_warning("pt=0 doesn't make sense, forcing pt=1");
+        *ret_pmu = TAKE_PTR(pmu);
+        return 0;
 }
 
 int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings, char **ret_error) {

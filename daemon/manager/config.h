@@ -71,6 +71,14 @@ void ptraced_config_done(PtracedConfig *c);
  * holds nothing to free). */
 int ptraced_config_copy(PtracedConfig *dst, const PtracedConfig *src);
 
+/* The intel_pt PMU under sysfs_root and the event [Trace] Event= asks for
+ * (the PMU's default without one), as ptraced --check-config and the
+ * manager both need them. Logs what is wrong, naming the key. */
+struct Pmu;
+struct PtEventConfig;
+int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, struct Pmu **ret_pmu,
+                              struct PtEventConfig *ret_event);
+
 /* Load `path` (and `path`.d/ drop-ins) or, with path == NULL, the default
  * ptraced.conf and its drop-in directories. Cross-key checks (BufferSize=
  * a power of two, MemoryMax= room for at least one CPU...) happen here too,

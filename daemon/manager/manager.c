@@ -18,21 +18,19 @@
 #include "daemon/control/server.h"
 #include "daemon/dump/assemble.h"
 #include "daemon/dump/dump.h"
+#include "daemon/manager/intake.h"
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
 #include "daemon/manager/requests.h"
 #include "daemon/procmap/procmap.h"
 #include "daemon/recorder/addr-filter.h"
 #include "daemon/recorder/recorder.h"
-#include "daemon/sideband/log.h"
-#include "daemon/sideband/order.h"
 #include "daemon/trigger/governor.h"
 #include "daemon/trigger/set.h"
 
 #define TICK_USEC (100 * USEC_PER_MSEC)        /* drain side-band this often */
 #define TICK_ACCURACY_USEC (5 * USEC_PER_MSEC) /* sd-event's default slack (250 ms) is too coarse */
 #define HOUSEKEEPING_EVERY 10                  /* ticks: hotplug, expiry, status */
-#define RESCAN_MIN_INTERVAL_NSEC (1 * NSEC_PER_SEC) /* /proc rescans after lost side-band, at most */
 
 struct Manager {
         PtracedConfig config;
@@ -50,15 +48,8 @@ struct Manager {
         Recorder *recorder;
         Lookback lookback;
 
-        /* Side-band: ordered across CPUs, then kept and applied to the
-         * process model. */
-        SidebandOrder *sb_order;
-        SidebandLog *sblog;
         ProcMap *procmap;
-        nsec_t last_rescan_at;
-        bool rescan_pending; /* records were lost since the last rescan */
-        uint64_t rescan_time;
-        uint64_t lost_since_bundle;
+        SidebandIntake *sideband; /* ordered, kept, applied to the model: daemon/manager/intake.c */
 
         /* Snapshots: the requests, and the dump stage. */
         SnapshotRequests *requests;
@@ -147,14 +138,19 @@ const char *manager_status_text(Manager *m) {
 }
 
 void manager_get_stats(Manager *m, SnapshotStats *ret) {
+        SidebandIntakeStats ss = {};
         ProcMapStats ps = {};
 
         if (m->procmap)
                 procmap_get_stats(m->procmap, &ps);
+        if (m->sideband)
+                sideband_intake_get_stats(m->sideband, &ss);
         m->stats.procmap_bytes = ps.bytes;
         m->stats.procmap_processes = ps.processes_live + ps.processes_dead;
-        m->stats.sideband_bytes = (m->sblog ? sideband_log_bytes(m->sblog) : 0) +
-                                  (m->sb_order ? sideband_order_bytes(m->sb_order) : 0);
+        m->stats.sideband_bytes = ss.bytes;
+        m->stats.sideband_records = ss.records;
+        m->stats.sideband_lost = ss.lost;
+        m->stats.rescans = ss.rescans;
         m->stats.simulated = m->backend->simulated;
         if (m->governor)
                 trigger_governor_get_state(m->governor, now_usec(CLOCK_MONOTONIC), &m->stats.governor);
@@ -165,109 +161,13 @@ void manager_get_stats(Manager *m, SnapshotStats *ret) {
 
 /* ---- side-band ---- */
 
-static void rescan_proc(Manager *m, uint64_t time) {
-        int k;
-
-        k = procmap_scan_proc(m->procmap, time);
-        if (k < 0)
-                log_warning_errno(k, "Failed to re-scan /proc after lost side-band, ignoring: %m");
-        m->stats.rescans++;
-        m->last_rescan_at = now_nsec(CLOCK_MONOTONIC);
-        m->rescan_pending = false;
-}
-
-static void handle_lost(Manager *m, uint64_t lost, uint64_t time) {
-        m->stats.sideband_lost += lost;
-        m->lost_since_bundle += lost;
-        log_struct(LOG_WARNING, 0, FIELDS("MESSAGE_ID=" MSGID_SIDEBAND_LOST),
-                   "Lost %" PRIu64 " side-band records; re-reading /proc to repair the process model (raise [Trace] "
-                   "SidebandBufferSize= if this repeats)",
-                   lost);
-        /* A burst of losses gets one rescan, not one per record: a scan of
-         * /proc takes milliseconds on a busy machine, time the event loop
-         * owes to triggers. The rest waits for housekeeping (or the next
-         * snapshot, which rescans first). */
-        if (now_nsec(CLOCK_MONOTONIC) - m->last_rescan_at >= RESCAN_MIN_INTERVAL_NSEC)
-                rescan_proc(m, time);
-        else {
-                m->rescan_pending = true;
-                m->rescan_time = time;
-        }
-}
-
-static int on_record(const void *record, size_t size, unsigned cpu, void *userdata) {
-        Manager *m = userdata;
-        return sideband_order_add(m->sb_order, record, size, cpu);
-}
-
-/* A record in time order: kept for bundles, and applied to the model. */
-static int on_record_ordered(const void *rec, size_t size, uint64_t time, unsigned cpu, void *userdata) {
-        Manager *m = userdata;
-        PerfRecord r;
-        int k, parsed;
-
-        /* Malformed records (never expected from the kernel) are dropped;
-         * records of types we do not know are kept. */
-        parsed = perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r);
-        if (parsed < 0 && parsed != -EOPNOTSUPP) {
-                struct perf_event_header h = {};
-
-                memcpy(&h, rec, MIN(size, sizeof(h)));
-                log_debug("Dropping a malformed %s side-band record", perf_record_type_to_string(h.type));
-                return 0;
-        }
-
-        k = sideband_log_append(m->sblog, rec, size, time);
-        if (k < 0)
-                log_debug_errno(k, "Side-band record not kept: %m");
-        m->stats.sideband_records++;
-        if (parsed < 0)
-                return 0;
-
-        switch (r.type) {
-        case PERF_RECORD_LOST:
-                handle_lost(m, r.lost.lost, time);
-                break;
-        case PERF_RECORD_FORK:
-        case PERF_RECORD_EXIT:
-        case PERF_RECORD_COMM:
-        case PERF_RECORD_MMAP:
-        case PERF_RECORD_MMAP2:
-                k = procmap_apply(m->procmap, &r);
-                if (k < 0 && k != -ENOBUFS)
-                        log_debug_errno(k, "Process model refused a %s record: %m",
-                                        perf_record_type_to_string(r.type));
-                break;
-        default:
-                break;
-        }
-        return 0;
-}
-
-/* One round: read every ring, then release what every CPU has passed. With
- * flush, release everything (before a snapshot: the rings were just read). */
-static void drain_sideband(Manager *m, bool flush) {
-        uint64_t lost;
-        int k;
-
-        k = recorder_drain_sideband(m->recorder, on_record, m);
-        if (k < 0)
-                log_warning_errno(k, "Failed to read side-band, ignoring: %m");
-
-        /* Corrupt rings are counted as lost without a LOST record. */
-        lost = recorder_take_lost(m->recorder);
-        if (lost > 0)
-                handle_lost(m, lost, sideband_order_latest(m->sb_order));
-
-        (void) sideband_order_release(m->sb_order, flush, on_record_ordered, m);
-}
-
 static int on_sideband_io(sd_event_source *s, int fd, uint32_t revents, void *userdata) {
         uint64_t v;
 
         /* Emulated events signal with an eventfd; drain its counter. */
         (void) !read(fd, &v, sizeof v);
-        drain_sideband(userdata, false);
+        Manager *m = userdata;
+        sideband_intake_drain(m->sideband, m->recorder, false);
         return 0;
 }
 
@@ -397,11 +297,11 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
                 .event = &m->event_config,
                 .recorder = m->recorder,
                 .procmap = m->procmap,
-                .sideband = m->sblog,
-                .latest_time = sideband_order_latest(m->sb_order),
+                .sideband = sideband_intake_log(m->sideband),
+                .latest_time = sideband_intake_latest(m->sideband),
                 .lookback_ns = lookback_achieved_ns(&m->lookback),
                 .window_ns = lookback_window_ns(&m->lookback),
-                .sideband_lost = m->lost_since_bundle,
+                .sideband_lost = sideband_intake_take_lost(m->sideband),
         };
         k = dump_job_assemble(&m->dump, &src, first, snapshot, seq, &j);
         if (k < 0) {
@@ -409,7 +309,6 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
                 return;
         }
         TAKE_PTR(snapshot); /* the job's */
-        m->lost_since_bundle = 0;
 
         k = dump_job_make_room(&m->dump, j, &vr, &verr);
         if (k == -ENOSPC || k == -EFBIG) {
@@ -474,9 +373,8 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
 
         /* Everything the rings hold now precedes the bundle; a repair owed
          * to lost side-band is made before the bundle's state is taken. */
-        drain_sideband(m, true);
-        if (m->rescan_pending)
-                rescan_proc(m, m->rescan_time);
+        sideband_intake_drain(m->sideband, m->recorder, true);
+        sideband_intake_repair(m->sideband, true);
 
         TriggerRequest *first = snapshot_requests_first(m->requests);
         log_struct(LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_SNAPSHOT_TAKEN),
@@ -557,11 +455,10 @@ static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *us
 
 static void housekeeping(Manager *m) {
         nsec_t now = now_nsec(CLOCK_MONOTONIC);
-        uint64_t retention, horizon, latest = sideband_order_latest(m->sb_order);
+        uint64_t retention, horizon, latest = sideband_intake_latest(m->sideband);
         int k;
 
-        if (m->rescan_pending && now - m->last_rescan_at >= RESCAN_MIN_INTERVAL_NSEC)
-                rescan_proc(m, m->rescan_time);
+        sideband_intake_repair(m->sideband, false);
 
         k = recorder_sync_cpus(m->recorder, now);
         if (k > 0) {
@@ -575,8 +472,7 @@ static void housekeeping(Manager *m) {
         /* Keep side-band and tombstones as long as the rings can hold trace. */
         retention = lookback_retention_ns(&m->lookback);
         horizon = latest > retention ? latest - retention : 0;
-        sideband_log_expire(m->sblog, horizon);
-        procmap_expire(m->procmap, horizon);
+        sideband_intake_expire(m->sideband, horizon);
 
         update_status(m);
 }
@@ -586,7 +482,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         nsec_t now = now_nsec(CLOCK_MONOTONIC);
         int k;
 
-        drain_sideband(m, false);
+        sideband_intake_drain(m->sideband, m->recorder, false);
         if (lookback_measure_due(&m->lookback, now) && !recorder_freezing(m->recorder))
                 measure_rates(m, now);
         if (++m->ticks % HOUSEKEEPING_EVERY == 0)
@@ -745,42 +641,14 @@ Manager *manager_free(Manager *m) {
         trigger_governor_free(m->governor);
 
         recorder_free(m->recorder);
+        sideband_intake_free(m->sideband);
         procmap_free(m->procmap);
-        sideband_log_free(m->sblog);
-        sideband_order_free(m->sb_order);
         pt_event_config_done(&m->event_config);
         pmu_free(m->pmu);
         pmu_backend_free(m->backend);
         sd_event_unref(m->event);
         ptraced_config_done(&m->config);
         return mfree(m);
-}
-
-static int setup_pmu(Manager *m) {
-        _cleanup_free_ char *error = NULL;
-        int k;
-
-        k = pmu_load(m->backend->sysfs_root, "intel_pt", &m->pmu);
-        if (k == -ENOENT)
-                return log_error_errno(k,
-                                       "No intel_pt PMU at %s/bus/event_source/devices/intel_pt: this CPU or kernel "
-                                       "has no Intel Processor Trace. To run on the emulated PMU instead, start "
-                                       "ptraced with --source=sim (or Source=sim in [Trace] of ptraced.conf).",
-                                       m->backend->sysfs_root);
-        if (k < 0)
-                return log_error_errno(k, "Failed to read the intel_pt PMU: %m");
-
-        if (m->config.event)
-                k = pt_event_config_parse(m->pmu, m->config.event, &m->event_config, &error);
-        else
-                k = pt_event_config_default(m->pmu, &m->event_config);
-        if (k == -EINVAL)
-                return log_error_errno(k, "[Trace] Event=%s: %s", strempty(m->config.event), error);
-        if (k < 0)
-                return log_error_errno(k, "Failed to build the intel_pt configuration: %m");
-        if (m->event_config.forced_pt)
-                log_warning("pt=0 doesn't make sense, forcing pt=1");
-        return 0;
 }
 
 static int setup_recorder(Manager *m) {
@@ -949,7 +817,7 @@ int manager_start(Manager *m, int n_listen_fds) {
         if (k < 0)
                 return k;
 
-        k = setup_pmu(m);
+        k = ptraced_config_load_event(&m->config, m->backend->sysfs_root, &m->pmu, &m->event_config);
         if (k < 0)
                 return k;
         k = setup_recorder(m);
@@ -967,9 +835,7 @@ int manager_start(Manager *m, int n_listen_fds) {
         if (k < 0)
                 log_warning_errno(k, "Failed to read /proc, ignoring: %m");
 
-        k = sideband_order_new(&m->sb_order);
-        if (k >= 0)
-                k = sideband_log_new(m->config.sideband_memory_max, &m->sblog);
+        k = sideband_intake_new(m->procmap, m->config.sideband_memory_max, &m->sideband);
         if (k < 0)
                 return log_error_errno(k, "Failed to set up the side-band log: %m");
 

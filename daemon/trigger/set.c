@@ -13,6 +13,7 @@
 #include "daemon/trigger/bpf.h"
 #include "daemon/trigger/crash.h"
 #include "daemon/trigger/details.h"
+#include "daemon/trigger/pace.h"
 #include "daemon/trigger/set.h"
 #include "daemon/trigger/unit.h"
 
@@ -23,11 +24,6 @@
 #define OFFCPU_SCAN_MIN_USEC (10 * USEC_PER_MSEC)
 #define OFFCPU_SCAN_MAX_USEC USEC_PER_SEC
 #define OFFCPU_REPORTED_MAX 256
-
-typedef struct Cost {
-        usec_t at;
-        uint64_t cpu_ns;
-} Cost;
 
 /* An off-CPU interval already reported while it lasted. */
 typedef struct Reported {
@@ -44,18 +40,7 @@ typedef struct Trigger {
         bool running;
         char *error;
 
-        /* MinIntervalSec= and MaxPerHour=: a ring of this hour's firings. */
-        usec_t last_fired;
-        usec_t *hour;
-        size_t hour_len, hour_head;
-        bool hour_full_logged;
-
-        /* MaxDumpCPUPercent=. */
-        Cost *costs;
-        size_t n_costs;
-        bool suspended;
-        usec_t suspended_until, last_suspended_at;
-        unsigned suspensions;
+        TriggerPace pace; /* MinIntervalSec=, MaxPerHour=, MaxDumpCPUPercent= */
         sd_event_source *resume;
 
         bool cgroup_known;
@@ -65,8 +50,7 @@ typedef struct Trigger {
         Reported reported[OFFCPU_REPORTED_MAX];
         size_t n_reported;
 
-        unsigned in_flight; /* requests sent, not answered yet */
-        uint64_t fired, snapshots, refused, throttled;
+        uint64_t snapshots, refused;
         uint64_t last_event_to_handler_ns;
 } Trigger;
 
@@ -145,48 +129,7 @@ static void ticket_unref(Ticket *k) {
         free(k);
 }
 
-/* ---- governance ---- */
-
-static void hour_prune(Trigger *t, usec_t now) {
-        size_t cap = t->config->max_per_hour;
-
-        while (t->hour_len > 0 && t->hour[t->hour_head] + USEC_PER_HOUR <= now) {
-                t->hour_head = (t->hour_head + 1) % cap;
-                t->hour_len--;
-                t->hour_full_logged = false;
-        }
-}
-
-static void hour_push(Trigger *t, usec_t now) {
-        size_t cap = t->config->max_per_hour;
-
-        if (cap == 0 || !t->hour)
-                return;
-        if (t->hour_len == cap) {
-                t->hour_head = (t->hour_head + 1) % cap;
-                t->hour_len--;
-        }
-        t->hour[(t->hour_head + t->hour_len) % cap] = now;
-        t->hour_len++;
-}
-
-/* When the trigger may fire next (CLOCK_MONOTONIC); USEC_INFINITY while
- * suspended. */
-static usec_t next_allowed(Trigger *t) {
-        usec_t next = 0;
-
-        if (t->suspended)
-                return USEC_INFINITY;
-        if (t->last_fired > 0 && t->config->min_interval > 0)
-                next = t->last_fired + t->config->min_interval;
-        if (t->config->max_per_hour > 0 && t->hour_len >= t->config->max_per_hour)
-                next = MAX(next, t->hour[t->hour_head] + USEC_PER_HOUR);
-        return next;
-}
-
-static bool backlogged(Trigger *t) {
-        return t->config->max_dump_cpu > 0 && t->in_flight >= TRIGGER_GUARD_IN_FLIGHT_MAX;
-}
+/* ---- governance: daemon/trigger/pace.c ---- */
 
 /* Tell the BPF program, so a trigger that may not fire costs no events. */
 static void update_kernel_quiet(Trigger *t) {
@@ -194,33 +137,18 @@ static void update_kernel_quiet(Trigger *t) {
 
         if (!t->bpf)
                 return;
-        next = backlogged(t) ? USEC_INFINITY : next_allowed(t);
+        next = trigger_pace_quiet_until(&t->pace);
         trigger_bpf_set_quiet(t->bpf, next == USEC_INFINITY ? UINT64_MAX : next * NSEC_PER_USEC);
 }
 
-static bool admit(Trigger *t, usec_t now) {
-        hour_prune(t, now);
-        /* The guard learns a bundle's cost only when it is written: while
-         * the dump stage is behind, a trigger with a guard waits for it. */
-        if (now < next_allowed(t) || backlogged(t)) {
-                t->throttled++;
-                return false;
-        }
-        return true;
-}
-
 static void note_fired(Trigger *t, usec_t now) {
-        t->fired++;
-        t->last_fired = now;
-        hour_push(t, now);
-        if (t->config->max_per_hour > 0 && t->hour_len >= t->config->max_per_hour && !t->hour_full_logged) {
+        usec_t next;
+
+        if (trigger_pace_fired(&t->pace, now, &next)) {
                 char span[FORMAT_TIMESPAN_MAX];
                 log_notice("[Trigger:%s] took MaxPerHour=%" PRIu32
-                           " snapshots within the hour; the next one "
-                           "can come in %s.",
-                           t->config->name, t->config->max_per_hour,
-                           format_timespan(span, sizeof span, t->hour[t->hour_head] + USEC_PER_HOUR - now));
-                t->hour_full_logged = true;
+                           " snapshots within the hour; the next one can come in %s.",
+                           t->config->name, t->config->max_per_hour, format_timespan(span, sizeof span, next - now));
         }
         update_kernel_quiet(t);
 }
@@ -232,24 +160,10 @@ static void service_state_changed(TriggerSet *s) {
                 s->service.ops->state_changed(s->service.userdata);
 }
 
-static uint64_t guard_cost(Trigger *t, usec_t now) {
-        uint64_t sum = 0;
-        size_t keep = 0;
-
-        for (size_t i = 0; i < t->n_costs; i++)
-                if (t->costs[i].at + TRIGGER_GUARD_WINDOW_USEC > now) {
-                        t->costs[keep++] = t->costs[i];
-                        sum += t->costs[i].cpu_ns;
-                }
-        t->n_costs = keep;
-        return sum;
-}
-
 static int on_resume(sd_event_source *src, uint64_t usec, void *userdata) {
         Trigger *t = userdata;
 
-        t->suspended = false;
-        t->n_costs = 0; /* a new window */
+        trigger_pace_resume(&t->pace);
         update_kernel_quiet(t);
         log_notice("[Trigger:%s] resumed after its suspension by MaxDumpCPUPercent=.", t->config->name);
         status_update(t->set);
@@ -257,31 +171,19 @@ static int on_resume(sd_event_source *src, uint64_t usec, void *userdata) {
         return 0;
 }
 
-static void suspend(Trigger *t, usec_t now, uint64_t cost_ns) {
+static void suspended(Trigger *t, usec_t now, uint64_t cost_ns) {
         char span[FORMAT_TIMESPAN_MAX], window[FORMAT_TIMESPAN_MAX], f_trigger[128], f_until[64], f_cost[64];
-        unsigned n = t->last_suspended_at > 0 && now - t->last_suspended_at < USEC_PER_HOUR
-                             ? t->suspensions + 1
-                             : 1;
-        usec_t d = TRIGGER_GUARD_WINDOW_USEC;
+        usec_t d = t->pace.suspended_until - now;
         uint32_t max = t->config->max_dump_cpu;
         int k;
 
-        /* Each suspension soon after the last one lasts twice as long. */
-        for (unsigned i = 1; i < n && d < TRIGGER_SUSPEND_MAX_USEC; i++)
-                d *= 2;
-        d = MIN(d, (usec_t) TRIGGER_SUSPEND_MAX_USEC);
-        t->suspensions = n;
-        t->last_suspended_at = now;
-        t->suspended = true;
-        t->suspended_until = now + d;
         update_kernel_quiet(t);
-
         if (t->resume) {
-                k = sd_event_source_set_time(t->resume, t->suspended_until);
+                k = sd_event_source_set_time(t->resume, t->pace.suspended_until);
                 if (k >= 0)
                         k = sd_event_source_set_enabled(t->resume, SD_EVENT_ONESHOT);
         } else
-                k = sd_event_add_time(t->set->event, &t->resume, CLOCK_MONOTONIC, t->suspended_until,
+                k = sd_event_add_time(t->set->event, &t->resume, CLOCK_MONOTONIC, t->pace.suspended_until,
                                       USEC_PER_SEC, on_resume, t);
         if (k < 0)
                 log_warning_errno(k, "Cannot schedule resuming [Trigger:%s]; it stays suspended: %m",
@@ -292,11 +194,9 @@ static void suspend(Trigger *t, usec_t now, uint64_t cost_ns) {
         snprintf(f_until, sizeof f_until, "SUSPENDED_USEC=%" PRIu64, (uint64_t) d);
         snprintf(f_cost, sizeof f_cost, "DUMP_CPU_PERCENT=%.2f", percent);
         log_struct(LOG_WARNING, 0, FIELDS("MESSAGE_ID=" MSGID_TRIGGER_SUSPENDED, f_trigger, f_until, f_cost),
-                   "[Trigger:%s] suspended for %s: writing its bundles took %.2f%% of a CPU over the last "
-                   "%s, more "
+                   "[Trigger:%s] suspended for %s: writing its bundles took %.2f%% of a CPU over the last %s, more "
                    "than MaxDumpCPUPercent=%" PRIu32 ".%02" PRIu32
-                   "%%. Raise MinIntervalSec= or Threshold= if it "
-                   "fires too often.",
+                   "%%. Raise MinIntervalSec= or Threshold= if it fires too often.",
                    t->config->name, format_timespan(span, sizeof span, d), percent,
                    format_timespan(window, sizeof window, TRIGGER_GUARD_WINDOW_USEC), max / 100, max % 100);
         status_update(t->set);
@@ -305,22 +205,14 @@ static void suspend(Trigger *t, usec_t now, uint64_t cost_ns) {
 
 static void guard_account(Trigger *t, uint64_t cpu_ns) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        uint64_t sum;
-        Cost *a;
+        uint64_t cost;
+        int k;
 
-        if (t->config->max_dump_cpu == 0 || t->suspended)
-                return;
-        sum = guard_cost(t, now);
-        a = realloc(t->costs, sizeof(Cost) * (t->n_costs + 1));
-        if (!a) {
+        k = trigger_pace_account(&t->pace, cpu_ns, now, &cost);
+        if (k < 0)
                 log_oom();
-                return;
-        }
-        t->costs = a;
-        t->costs[t->n_costs++] = (Cost){ now, cpu_ns };
-        sum += cpu_ns;
-        if (sum * 10000 > (uint64_t) t->config->max_dump_cpu * TRIGGER_GUARD_WINDOW_USEC * NSEC_PER_USEC)
-                suspend(t, now, sum);
+        else if (k > 0)
+                suspended(t, now, cost);
 }
 
 /* ---- answers ---- */
@@ -384,7 +276,7 @@ static void on_snapshot_done(const SnapshotResult *r, void *userdata) {
 
         if (k->set && k->trigger < k->set->n) {
                 Trigger *t = &k->set->triggers[k->trigger];
-                t->in_flight--;
+                t->pace.in_flight--;
                 update_kernel_quiet(t);
         }
         k->answered = true;
@@ -414,7 +306,7 @@ static Ticket *send_request(TriggerSet *s, size_t trigger, TriggerRequest *req, 
         k->refs = 2;
         k->filled = filled;
         if (trigger < s->n) {
-                s->triggers[trigger].in_flight++;
+                s->triggers[trigger].pace.in_flight++;
                 update_kernel_quiet(&s->triggers[trigger]);
         }
         req->done = on_snapshot_done;
@@ -433,7 +325,7 @@ static void fire_event(Trigger *t, const struct trigger_event *e, const char *ex
         Ticket *k;
         int r;
 
-        if (!admit(t, now_ns / NSEC_PER_USEC))
+        if (!trigger_pace_admit(&t->pace, now_ns / NSEC_PER_USEC))
                 return;
 
         switch (t->config->type) {
@@ -554,7 +446,7 @@ static int scan_one(uint32_t tid, const struct trigger_offcpu_start *st, void *u
                 r->seen = true;
                 return 0;
         }
-        if (t->n_reported >= OFFCPU_REPORTED_MAX || now_usec(CLOCK_MONOTONIC) < next_allowed(t))
+        if (t->n_reported >= OFFCPU_REPORTED_MAX || now_usec(CLOCK_MONOTONIC) < trigger_pace_next_allowed(&t->pace))
                 return 0;
 
         struct trigger_event e = {
@@ -618,7 +510,7 @@ static void on_unit_fired(size_t spec, const TriggerUnitEvent *e, void *userdata
 
         log_notice("[Trigger:%s] unit %s %s (Result=%s, ActiveState=%s)", t->config->name, e->unit,
                    watchdog ? "missed its watchdog" : "failed", strna(e->result), strna(e->active_state));
-        if (!admit(t, now))
+        if (!trigger_pace_admit(&t->pace, now))
                 return;
         char source[96];
         snprintf(reason, sizeof reason, "%s:%s", watchdog ? "unit-watchdog" : "unit-failed", e->unit);
@@ -883,17 +775,14 @@ int trigger_set_new(sd_event *event, const TriggerConfig *list, const SnapshotSe
 
                 *t = (Trigger){ .set = s, .index = s->n, .config = c };
                 s->n++;
+                if (trigger_pace_init(&t->pace, c) < 0)
+                        return log_oom();
                 if (c->error) {
                         /* Already reported with the configuration's warnings. */
                         t->error = strdup(c->error);
                         if (!t->error)
                                 return log_oom();
                         continue;
-                }
-                if (c->max_per_hour > 0) {
-                        t->hour = calloc(c->max_per_hour, sizeof(usec_t));
-                        if (!t->hour)
-                                return log_oom();
                 }
                 if (c->type == TRIGGER_TYPE_UNIT) {
                         s->unit_specs[s->n_unit_specs] =
@@ -947,8 +836,7 @@ TriggerSet *trigger_set_free(TriggerSet *s) {
                 sd_event_source_disable_unref(t->scan);
                 sd_event_source_disable_unref(t->resume);
                 trigger_bpf_free(t->bpf);
-                free(t->hour);
-                free(t->costs);
+                trigger_pace_done(&t->pace);
                 free(t->error);
         }
         trigger_ring_free(s->ring);
@@ -979,7 +867,7 @@ static void status_update(TriggerSet *s) {
                 snprintf(s->status + l, sizeof s->status - l, " (%zu not running)", s->n - running);
         }
         for (size_t i = 0; i < s->n; i++) {
-                if (!s->triggers[i].suspended)
+                if (!s->triggers[i].pace.suspended)
                         continue;
                 l = strlen(s->status);
                 snprintf(s->status + l, sizeof s->status - l, "%s%s", any_suspended ? " " : ", suspended: ",
@@ -1012,13 +900,13 @@ int trigger_set_info(TriggerSet *s, size_t i, TriggerInfo *ret) {
                 .type = t->config->type,
                 .running = t->running,
                 .error = t->error,
-                .suspended = t->suspended,
-                .suspended_until = t->suspended ? t->suspended_until : 0,
-                .fired = t->fired,
+                .suspended = t->pace.suspended,
+                .suspended_until = t->pace.suspended ? t->pace.suspended_until : 0,
+                .fired = t->pace.fired,
                 .snapshots = t->snapshots,
                 .refused = t->refused,
-                .throttled = t->throttled,
-                .guard_cpu_ns = guard_cost(t, now_usec(CLOCK_MONOTONIC)),
+                .throttled = t->pace.throttled,
+                .guard_cpu_ns = trigger_pace_guard_cost(&t->pace, now_usec(CLOCK_MONOTONIC)),
                 .last_event_to_handler_ns = t->last_event_to_handler_ns,
         };
         if (t->bpf) {

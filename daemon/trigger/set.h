@@ -49,14 +49,10 @@
 #include <systemd/sd-event.h>
 
 #include "daemon/trigger/config.h"
+#include "daemon/trigger/pace.h"
 #include "daemon/trigger/request.h"
 #include "daemon/trigger/watchdog.h"
 
-#define TRIGGER_GUARD_WINDOW_USEC (60 * USEC_PER_SEC)
-/* With a guard, a trigger fires no more while this many of its snapshots
- * wait for their bundles (their cost is not known before). */
-#define TRIGGER_GUARD_IN_FLIGHT_MAX 2
-#define TRIGGER_SUSPEND_MAX_USEC USEC_PER_HOUR
 
 typedef struct TriggerSet TriggerSet;
 

@@ -66,6 +66,7 @@ int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t time
 int trigger_watchdog_ping(TriggerWatchdogs *w, const char *name);
 int trigger_watchdog_remove(TriggerWatchdogs *w, const char *name);
 
+/* For tests: how many there are, and the i-th watchdog (registration
+ * order; -ENOENT past the end). */
 size_t trigger_watchdogs_count(TriggerWatchdogs *w);
-/* The i-th watchdog (registration order); -ENOENT past the end. */
 int trigger_watchdog_get(TriggerWatchdogs *w, size_t i, TriggerWatchdogInfo *ret);

@@ -68,7 +68,7 @@ typedef struct SnapshotStats {
         TriggerGovernorState governor;             /* [Triggers] limits and warm-up; zero before start */
         /* Valid until the service changes state (the event loop's next turn). */
         const char *status;     /* the status line, as STATUS= */
-        const char *last_error; /* the newest refusal or failure as "io.ptraced.Name: text", or NULL */
+        const char *last_error; /* the newest refusal or failure (error name, colon, text), or NULL */
 } SnapshotStats;
 
 typedef struct SnapshotServiceOps {

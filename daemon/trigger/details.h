@@ -4,7 +4,8 @@
 /*
  * What a bundle says about the BPF event that triggered it (the manifest's
  * trigger details): who, where, how slow, the interval in perf time for
- * `ptctl decode --time=`, and what is particular to the trigger's type.
+ * `ptctl decode --time=`, and what is particular to the trigger's type; and
+ * what a trigger watches, in words, for the journal.
  */
 
 #include <json-c/json.h>
@@ -19,3 +20,6 @@
  * reported (its cgroup is filled in from the event), NULL for other types. */
 int trigger_event_details(const TriggerConfig *c, const struct trigger_event *e, const SnapshotService *service,
                           struct json_object *d, TriggerCrash *crash);
+
+/* "run queue latency above 5ms" */
+void trigger_config_describe(const TriggerConfig *c, char *buf, size_t size);

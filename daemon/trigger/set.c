@@ -652,35 +652,6 @@ static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_li
         return 0;
 }
 
-static void describe(const TriggerConfig *c, char *buf, size_t size) {
-        char th[FORMAT_TIMESPAN_MAX];
-
-        format_timespan(th, sizeof th, c->threshold);
-        switch (c->type) {
-        case TRIGGER_TYPE_SCHED_LATENCY:
-                snprintf(buf, size, "run queue latency above %s", th);
-                break;
-        case TRIGGER_TYPE_SYSCALL_LATENCY:
-                snprintf(buf, size, "system calls (%zu kinds) slower than %s", strv_length(c->syscalls), th);
-                break;
-        case TRIGGER_TYPE_FUNCTION_LATENCY:
-                snprintf(buf, size, "calls of %s in %s slower than %s", c->function, c->binary, th);
-                break;
-        case TRIGGER_TYPE_FUNCTION_HIT:
-                snprintf(buf, size, "every call of %s in %s", c->function, c->binary);
-                break;
-        case TRIGGER_TYPE_OFFCPU:
-                snprintf(buf, size, "threads blocked (%s) longer than %s",
-                         trigger_offcpu_state_names[c->offcpu_state], th);
-                break;
-        case TRIGGER_TYPE_CRASH:
-                snprintf(buf, size, "fatal signals (mask 0x%" PRIx64 ")", c->signal_mask);
-                break;
-        default:
-                snprintf(buf, size, "%s", trigger_type_names[c->type]);
-        }
-}
-
 static int start_bpf(TriggerSet *s, Trigger *t) {
         const TriggerConfig *c = t->config;
         _cleanup_free_ char *error = NULL;
@@ -743,7 +714,7 @@ static int start_bpf(TriggerSet *s, Trigger *t) {
                                     c->name);
         }
         t->running = true;
-        describe(c, what, sizeof what);
+        trigger_config_describe(c, what, sizeof what);
         log_info("[Trigger:%s] armed: %s.", c->name, what);
         return 0;
 }

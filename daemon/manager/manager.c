@@ -618,7 +618,7 @@ Manager *manager_free(Manager *m) {
         if (m->requests)
                 snapshot_requests_fail_freezing(m->requests, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN,
                                                 "ptraced is stopping");
-        dumper_free(m->dumper);
+        m->dumper = dumper_free(m->dumper);
         if (m->requests)
                 snapshot_requests_fail_in_flight(m->requests, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN,
                                                  "ptraced stopped before the bundle was reported");

@@ -1,9 +1,10 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * ptraced: the Intel PT flight recorder daemon. main() reads as a recipe:
- * logging, arguments, configuration, the PMU backend, the manager, READY,
- * the event loop.
+ * ptraced: the Intel PT flight recorder daemon. run() reads as a recipe:
+ * logging and signals, arguments, configuration, the PMU backend, the
+ * manager (which owns everything else and sends READY=1 once it is all
+ * attached), the event loop.
  */
 
 #include <fcntl.h>
@@ -12,7 +13,6 @@
 
 #include <systemd/sd-daemon.h>
 
-#include "daemon/control/server.h"
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
 #include "daemon/manager/manager.h"
@@ -188,28 +188,11 @@ static void write_sim_truth(Manager *m, const struct RecorderSnapshot *s, uint64
 static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         _cleanup_pmu_free_ Pmu *pmu = NULL;
         _cleanup_(pt_event_config_done) PtEventConfig event = {};
-        _cleanup_free_ char *error = NULL;
         int r;
 
-        r = pmu_load(backend->sysfs_root, "intel_pt", &pmu);
-        if (r == -ENOENT)
-                return log_error_errno(r,
-                                       "No intel_pt PMU at %s/bus/event_source/devices/intel_pt: this CPU or kernel "
-                                       "has no Intel Processor Trace. To run on the emulated PMU instead, use "
-                                       "--source=sim (or Source=sim in [Trace]).",
-                                       backend->sysfs_root);
+        r = ptraced_config_load_event(config, backend->sysfs_root, &pmu, &event);
         if (r < 0)
-                return log_error_errno(r, "Failed to read the intel_pt PMU under %s: %m", backend->sysfs_root);
-        if (config->event)
-                r = pt_event_config_parse(pmu, config->event, &event, &error);
-        else
-                r = pt_event_config_default(pmu, &event);
-        if (r == -EINVAL)
-                return log_error_errno(r, "[Trace] Event=%s: %s", strempty(config->event), error);
-        if (r < 0)
-                return log_error_errno(r, "Failed to build the intel_pt event configuration: %m");
-        if (event.forced_pt)
-                log_warning("pt=0 doesn't make sense, forcing pt=1");
+                return r;
 
         printf("source: %s\n", trace_source_names[config->source]);
         printf("pmu: %s (type %u)\n", pmu->name, pmu->type);
@@ -225,23 +208,14 @@ static int run(int argc, char **argv) {
         _cleanup_strv_free_ char **warnings = NULL;
         _cleanup_free_ char *error = NULL;
         _cleanup_(pmu_backend_freep) PmuBackend *backend = NULL;
-        _cleanup_(control_server_freep) ControlServer *control = NULL; /* freed after the manager */
         _cleanup_(manager_freep) Manager *m = NULL;
-        int r;
+        int r, n_fds;
 
         log_open();
+        /* Before any thread exists: the emulated PMU's producers, the dump
+         * and copy threads. */
+        manager_block_signals();
         ptraced_config_init(&config);
-
-        /* Before any thread exists (the emulated PMU's producers, the dump
-         * and copy threads): a thread that leaves these unblocked would take
-         * SIGTERM/SIGUSR2 with the default action, killing the daemon,
-         * instead of the event loop's signalfd. */
-        sigset_t mask;
-        sigemptyset(&mask);
-        sigaddset(&mask, SIGTERM);
-        sigaddset(&mask, SIGINT);
-        sigaddset(&mask, SIGUSR2);
-        (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 
         r = parse_argv(argc, argv);
         if (r <= 0)
@@ -276,6 +250,10 @@ static int run(int argc, char **argv) {
         if (arg_check_config)
                 return check_config(&config, backend);
 
+        n_fds = sd_listen_fds(true);
+        if (n_fds < 0)
+                log_warning_errno(n_fds, "Failed to read the sockets passed by socket activation, ignoring: %m");
+
         r = manager_new(&config, TAKE_PTR(backend), &m);
         if (r < 0)
                 return log_error_errno(r, "Failed to allocate the manager: %m");
@@ -283,17 +261,7 @@ static int run(int argc, char **argv) {
         if (arg_sim_truth_dir)
                 manager_set_snapshot_hook(m, write_sim_truth, NULL);
 #endif
-        /* Listening before READY=1; calls wait in the backlog until the loop runs. */
-        int n_fds = sd_listen_fds(true);
-        if (n_fds < 0)
-                log_warning_errno(n_fds, "Failed to read the sockets passed by socket activation, ignoring: %m");
-        r = control_server_new(m, &config, MAX(n_fds, 0), &control);
-        if (r < 0)
-                return r;
-        r = manager_start(m);
-        if (r < 0)
-                return r;
-        r = control_server_attach(control, manager_get_event(m));
+        r = manager_start(m, MAX(n_fds, 0));
         if (r < 0)
                 return r;
         r = manager_run(m);

@@ -4,7 +4,8 @@
  * The client library: oneway varlink calls (no reply is sent, none is read)
  * on one Unix stream socket kept open per process. Self-contained on
  * purpose: libc and pthreads only, so linking it costs an application
- * nothing else.
+ * nothing else. The method names and limits are the protocol's own,
+ * header-only constants (common/control/names.h).
  *
  * The bound on a call, stated in ptraced-client.h and libptraced-client(3):
  * at most two connect() and three send() system calls, all non-blocking
@@ -25,6 +26,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "common/control/names.h"
 #include "ptraced-client.h"
 
 #define EXPORT __attribute__((visibility("default")))
@@ -34,10 +36,6 @@
 /* The tail of a message the kernel took only part of. Messages are at most
  * a few hundred bytes; the socket holds hundreds of them. */
 #define PENDING_MAX 4096
-#define REASON_MAX 256
-#define WATCHDOG_NAME_MAX 64
-#define WATCHDOG_TIMEOUT_MIN (10ULL * 1000ULL)
-#define WATCHDOG_TIMEOUT_MAX (24ULL * 3600ULL * 1000000ULL)
 #define MESSAGE_MAX 1024
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
@@ -230,7 +228,7 @@ static bool json_escape(char *buf, size_t size, const char *s) {
 static bool name_is_valid(const char *name) {
         size_t n = strlen(name);
 
-        if (n == 0 || n > WATCHDOG_NAME_MAX)
+        if (n == 0 || n > PTRACED_WATCHDOG_NAME_MAX)
                 return false;
         for (const char *p = name; *p; p++)
                 if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
@@ -240,15 +238,15 @@ static bool name_is_valid(const char *name) {
 }
 
 EXPORT int ptraced_trigger(const char *reason) {
-        char escaped[2 * REASON_MAX + 1], msg[MESSAGE_MAX];
+        char escaped[2 * PTRACED_REASON_MAX + 1], msg[MESSAGE_MAX];
         size_t n;
         int k;
 
-        if (!reason || (n = strlen(reason)) == 0 || n > REASON_MAX || !text_is_valid(reason, n) ||
+        if (!reason || (n = strlen(reason)) == 0 || n > PTRACED_REASON_MAX || !text_is_valid(reason, n) ||
             !json_escape(escaped, sizeof escaped, reason))
                 return -EINVAL;
         k = snprintf(msg, sizeof msg,
-                     "{\"method\":\"io.ptraced.Snapshot\","
+                     "{\"method\":\"" PTRACED_METHOD_SNAPSHOT "\","
                      "\"parameters\":{\"reason\":\"%s\"},\"oneway\":true}",
                      escaped);
         if (k < 0 || (size_t) k >= sizeof msg)
@@ -260,11 +258,11 @@ EXPORT int ptraced_watchdog_ping(const char *name, uint64_t timeout_usec) {
         char msg[MESSAGE_MAX];
         int k;
 
-        if (!name || !name_is_valid(name) || timeout_usec < WATCHDOG_TIMEOUT_MIN ||
-            timeout_usec > WATCHDOG_TIMEOUT_MAX)
+        if (!name || !name_is_valid(name) || timeout_usec < PTRACED_WATCHDOG_TIMEOUT_MIN_USEC ||
+            timeout_usec > PTRACED_WATCHDOG_TIMEOUT_MAX_USEC)
                 return -EINVAL;
         k = snprintf(msg, sizeof msg,
-                     "{\"method\":\"io.ptraced.Watchdog\","
+                     "{\"method\":\"" PTRACED_METHOD_WATCHDOG "\","
                      "\"parameters\":{\"name\":\"%s\",\"timeout_usec\":%llu},\"oneway\":true}",
                      name, (unsigned long long) timeout_usec);
         if (k < 0 || (size_t) k >= sizeof msg)
@@ -279,7 +277,7 @@ EXPORT int ptraced_watchdog_remove(const char *name) {
         if (!name || !name_is_valid(name))
                 return -EINVAL;
         k = snprintf(msg, sizeof msg,
-                     "{\"method\":\"io.ptraced.WatchdogRemove\","
+                     "{\"method\":\"" PTRACED_METHOD_WATCHDOG_REMOVE "\","
                      "\"parameters\":{\"name\":\"%s\"},\"oneway\":true}",
                      name);
         if (k < 0 || (size_t) k >= sizeof msg)

@@ -25,9 +25,10 @@
 #include <fcntl.h>
 #include <sys/stat.h>
 
-#include "daemon/control/internal.h"
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
+#include "common/control/protocol.h"
+#include "daemon/control/fifo.h"
 
 #define FIFO_LINE_MAX 256
 #define FIFO_PENDING_MAX 64
@@ -36,7 +37,10 @@
 #define ACK "ack\n"
 
 struct ControlFifo {
-        ControlServer *server;
+        ControlTickets *tickets;
+        gid_t group;
+        bool have_group;
+        uint64_t commands;
         char *ctl_path, *ack_path;
         bool ctl_created, ack_created;
         int ctl_fd, ack_fd;
@@ -44,15 +48,14 @@ struct ControlFifo {
         char line[FIFO_LINE_MAX + 1];
         size_t line_len;
         bool overlong;
-        ReplySlot *head, *tail;
-        unsigned n_slots;
+        ReplyQueue replies;
         bool dispatching;
         bool ack_warned;
 };
 
 static void fifo_kick(ControlFifo *f);
 
-static int fifo_open(const char *path, mode_t mode, const ControlServer *s, bool *ret_created, int *ret_fd) {
+static int fifo_open(const char *path, mode_t mode, const ControlFifo *f, bool *ret_created, int *ret_fd) {
         _cleanup_free_ char *dir = NULL, *base = NULL;
         _cleanup_close_ int fd = -EBADF;
         bool created = false;
@@ -82,7 +85,7 @@ static int fifo_open(const char *path, mode_t mode, const ControlServer *s, bool
                                        "%s exists and is not a FIFO; remove it or set another path in [Control].",
                                        path);
         /* Ours, whoever made it. */
-        if (fchown(fd, geteuid(), s->have_group ? s->group : (gid_t) -1) < 0)
+        if (fchown(fd, geteuid(), f->have_group ? f->group : (gid_t) -1) < 0)
                 log_warning_errno(errno, "Cannot give %s to root and group %s, ignoring: %m", path, PTRACED_GROUP);
         if (fchmod(fd, mode) < 0)
                 return log_error_errno(errno, "Cannot set mode %04o on %s: %m", (unsigned) mode, path);
@@ -91,14 +94,16 @@ static int fifo_open(const char *path, mode_t mode, const ControlServer *s, bool
         return 0;
 }
 
-int control_fifo_new(ControlServer *s, const ControlConfig *c, ControlFifo **ret) {
+int control_fifo_new(const ControlConfig *c, ControlTickets *tickets, const gid_t *group, ControlFifo **ret) {
         ControlFifo *f;
         int r;
 
         f = calloc(1, sizeof(*f));
         if (!f)
                 return log_oom();
-        f->server = s;
+        f->tickets = tickets;
+        f->have_group = group;
+        f->group = group ? *group : (gid_t) -1;
         f->ctl_fd = f->ack_fd = -EBADF;
         f->ctl_path = strdup(c->fifo);
         f->ack_path = c->ack_fifo ? strdup(c->ack_fifo) : NULL;
@@ -106,9 +111,9 @@ int control_fifo_new(ControlServer *s, const ControlConfig *c, ControlFifo **ret
                 control_fifo_free(f);
                 return log_oom();
         }
-        r = fifo_open(f->ctl_path, c->fifo_mode, s, &f->ctl_created, &f->ctl_fd);
+        r = fifo_open(f->ctl_path, c->fifo_mode, f, &f->ctl_created, &f->ctl_fd);
         if (r >= 0 && f->ack_path)
-                r = fifo_open(f->ack_path, c->fifo_mode, s, &f->ack_created, &f->ack_fd);
+                r = fifo_open(f->ack_path, c->fifo_mode, f, &f->ack_created, &f->ack_fd);
         if (r < 0) {
                 control_fifo_free(f);
                 return r;
@@ -125,10 +130,7 @@ ControlFifo *control_fifo_free(ControlFifo *f) {
         f->dispatching = false;
         if (f->ack_fd >= 0)
                 fifo_kick(f);
-        for (ReplySlot *slot = f->head, *next; slot; slot = next) {
-                next = slot->next;
-                reply_slot_free(slot);
-        }
+        reply_queue_clear(&f->replies);
         sd_event_source_disable_unref(f->io);
         safe_close(f->ctl_fd);
         safe_close(f->ack_fd);
@@ -166,19 +168,7 @@ static void fifo_slot_complete(ReplySlot *slot, const SnapshotResult *r) {
 }
 
 static ReplySlot *fifo_add_slot(ControlFifo *f) {
-        ReplySlot *slot = calloc(1, sizeof(*slot));
-
-        if (!slot)
-                return NULL;
-        slot->owner = f;
-        slot->complete = fifo_slot_complete;
-        if (f->tail)
-                f->tail->next = slot;
-        else
-                f->head = slot;
-        f->tail = slot;
-        f->n_slots++;
-        return slot;
+        return reply_queue_add(&f->replies, f, fifo_slot_complete);
 }
 
 static void fifo_command(ControlFifo *f, char *line) {
@@ -197,7 +187,7 @@ static void fifo_command(ControlFifo *f, char *line) {
         if (n == 0)
                 return;
 
-        f->server->stats.fifo_commands++;
+        f->commands++;
         slot = fifo_add_slot(f);
         if (!slot) {
                 log_oom();
@@ -219,7 +209,7 @@ static void fifo_command(ControlFifo *f, char *line) {
                         return;
                 }
                 log_debug("Snapshot requested on the control FIFO, reason '%s'", arg);
-                r = control_request_snapshot(f->server, arg, "fifo", NULL, slot, id);
+                r = control_tickets_request(f->tickets, arg, "fifo", NULL, slot, id);
                 if (r < 0) {
                         log_oom();
                         fifo_slot_set(slot, PTRACED_ERROR_FAILED, "out of memory");
@@ -235,7 +225,7 @@ static void fifo_byte(ControlFifo *f, char c) {
         if (c == '\n' || c == 0) {
                 if (f->overlong) {
                         ReplySlot *slot = fifo_add_slot(f);
-                        f->server->stats.fifo_commands++;
+                        f->commands++;
                         if (slot)
                                 fifo_slot_set(slot, PTRACED_ERROR_INVALID_PARAMETER,
                                               "command longer than 256 bytes, ignored");
@@ -258,13 +248,7 @@ static void fifo_kick(ControlFifo *f) {
         if (f->dispatching)
                 return;
 
-        while (f->head && f->head->ready) {
-                ReplySlot *slot = f->head;
-
-                f->head = slot->next;
-                if (!f->head)
-                        f->tail = NULL;
-                f->n_slots--;
+        for (ReplySlot *slot; (slot = reply_queue_take_ready(&f->replies));) {
                 if (f->ack_fd >= 0 && slot->data) {
                         /* At most a few hundred bytes: below PIPE_BUF, so the
                          * write is whole or not at all. */
@@ -280,7 +264,7 @@ static void fifo_kick(ControlFifo *f) {
                 reply_slot_free(slot);
         }
         if (f->io)
-                (void) sd_event_source_set_enabled(f->io, f->n_slots < FIFO_PENDING_MAX ? SD_EVENT_ON : SD_EVENT_OFF);
+                (void) sd_event_source_set_enabled(f->io, f->replies.n < FIFO_PENDING_MAX ? SD_EVENT_ON : SD_EVENT_OFF);
 }
 
 static int on_fifo_io(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -288,7 +272,7 @@ static int on_fifo_io(sd_event_source *src, int fd, uint32_t revents, void *user
         char buf[FIFO_READ_CHUNK];
         ssize_t n;
 
-        while (f->n_slots < FIFO_PENDING_MAX) {
+        while (f->replies.n < FIFO_PENDING_MAX) {
                 n = read(f->ctl_fd, buf, sizeof buf);
                 if (n < 0 && errno == EINTR)
                         continue;
@@ -307,6 +291,10 @@ static int on_fifo_io(sd_event_source *src, int fd, uint32_t revents, void *user
         }
         fifo_kick(f);
         return 0;
+}
+
+uint64_t control_fifo_commands(ControlFifo *f) {
+        return f ? f->commands : 0;
 }
 
 int control_fifo_attach(ControlFifo *f, sd_event *event) {

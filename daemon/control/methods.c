@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * The bodies of the read-only methods: Status, ListBundles, GetSnapshot,
- * and org.varlink.service's GetInfo and GetInterfaceDescription.
+ * The handlers of every method the control socket serves, and the table
+ * that maps the protocol's methods to them.
  */
 
 #include <dirent.h>
@@ -10,11 +10,12 @@
 #include <limits.h>
 #include <sys/stat.h>
 
-#include "common/bundle/vacuum.h"
+#include "common/basic/json-util.h"
+#include "common/basic/log.h"
 #include "common/bundle/bundle.h"
-#include "daemon/control/internal.h"
-#include "common/perf/pmu-backend.h"
-#include "daemon/trigger/governor.h"
+#include "common/bundle/vacuum.h"
+#include "daemon/control/methods.h"
+#include "daemon/trigger/control.h"
 
 /* Manifests kept for ListBundles; beyond this, bundles are listed from
  * their file alone. */
@@ -33,6 +34,36 @@
                 }                                                                                           \
         } while (0)
 
+struct BundleCacheEntry {
+        char *file;
+        uint64_t size;
+        int64_t mtime_ns;
+        uint64_t time_usec;
+        char *id, *reason, *source;
+        int64_t cpus; /* -1 unknown */
+        int simulated; /* -1 unknown */
+        bool loaded;   /* the manifest was read (or found unreadable): reuse */
+};
+
+int json_add_string_or_null(struct json_object *o, const char *key, const char *value) {
+        if (!value)
+                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
+        return json_add_string(o, key, value);
+}
+
+int json_add_u64(struct json_object *o, const char *key, uint64_t value) {
+        /* varlink's int is a JSON number; keep it in int64 range. */
+        return json_add_i64(o, key, (int64_t) MIN(value, (uint64_t) INT64_MAX));
+}
+
+static const char *get_string(struct json_object *parameters, const char *key) {
+        struct json_object *v;
+
+        if (!json_object_object_get_ex(parameters, key, &v) || !json_object_is_type(v, json_type_string))
+                return NULL;
+        return json_object_get_string(v);
+}
+
 static void closedirp(DIR **d) {
         if (*d)
                 (void) closedir(*d);
@@ -45,19 +76,17 @@ static bool endswith_tar(const char *s) {
 
 /* ---- Status ---- */
 
-int control_method_status(ControlServer *s, struct json_object **ret) {
-        Manager *m = s->manager;
-        TriggerGovernor *g = manager_get_governor(m);
-        TriggerGovernorState gs = {};
+static int method_status(ControlContext *s, const ControlCall *call, ControlReply *reply) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
+        const TriggerGovernorState *gs;
         struct json_object *o;
-        ManagerStats st;
+        SnapshotStats st = {};
         const char *state;
 
-        manager_get_stats(m, &st);
-        if (g)
-                trigger_governor_get_state(g, now, &gs);
-        if (g && gs.warmup_remaining > 0)
+        if (s->service)
+                s->service->ops->get_stats(s->service->userdata, &st);
+        gs = &st.governor;
+        if (gs->warmup_remaining > 0)
                 state = "warming-up";
         else if (st.cpus_recording == 0)
                 state = "not-recording";
@@ -70,9 +99,9 @@ int control_method_status(ControlServer *s, struct json_object **ret) {
         if (!o)
                 return -ENOMEM;
         TRY(json_add_string(o, "state", state));
-        TRY(json_add_string(o, "status", manager_status_text(m)));
-        TRY(json_add_string(o, "source", s->source_name));
-        TRY(json_add_bool(o, "simulated", manager_get_backend(m)->simulated));
+        TRY(json_add_string(o, "status", strempty(st.status)));
+        TRY(json_add_string(o, "source", s->source));
+        TRY(json_add_bool(o, "simulated", st.simulated));
         TRY(json_add_u64(o, "cpus_recording", st.cpus_recording));
         TRY(json_add_u64(o, "cpus_total", st.cpus_total));
         TRY(json_add_u64(o, "buffer_size", st.aux_size));
@@ -86,16 +115,16 @@ int control_method_status(ControlServer *s, struct json_object **ret) {
         TRY(json_add_u64(o, "triggers_coalesced", st.triggers_coalesced));
         TRY(json_add_u64(o, "triggers_refused", st.triggers_refused));
         TRY(json_add_u64(o, "sideband_lost", st.sideband_lost));
-        TRY(json_add_string_or_null(o, "last_error", manager_last_error(m)));
+        TRY(json_add_string_or_null(o, "last_error", st.last_error));
         TRY(json_add_string(o, "directory", s->directory));
         TRY(json_add_u64(o, "uptime_usec", s->started_at ? now - s->started_at : 0));
-        TRY(json_add_u64(o, "rate_limit_interval_usec", gs.limits.interval));
-        TRY(json_add_u64(o, "rate_limit_burst", gs.limits.interval ? gs.limits.burst : 0));
+        TRY(json_add_u64(o, "rate_limit_interval_usec", gs->limits.interval));
+        TRY(json_add_u64(o, "rate_limit_burst", gs->limits.interval ? gs->limits.burst : 0));
         /* -1: no global limit. */
         TRY(json_add_i64(o, "rate_limit_remaining",
-                         gs.global_remaining == UINT_MAX ? -1 : (int64_t) gs.global_remaining));
-        TRY(json_add_u64(o, "warmup_remaining_usec", gs.warmup_remaining));
-        *ret = o;
+                         gs->global_remaining == UINT_MAX ? -1 : (int64_t) gs->global_remaining));
+        TRY(json_add_u64(o, "warmup_remaining_usec", gs->warmup_remaining));
+        reply->parameters = o;
         return 0;
 }
 
@@ -108,14 +137,14 @@ static void cache_entry_done(BundleCacheEntry *e) {
         free(e->source);
 }
 
-void bundle_cache_clear(ControlServer *s) {
+static void bundle_cache_clear(ControlContext *s) {
         for (size_t i = 0; i < s->n_bundle_cache; i++)
                 cache_entry_done(&s->bundle_cache[i]);
         s->bundle_cache = mfree(s->bundle_cache);
         s->n_bundle_cache = 0;
 }
 
-static const BundleCacheEntry *cache_find(ControlServer *s, const char *file, uint64_t size, int64_t mtime_ns) {
+static const BundleCacheEntry *cache_find(ControlContext *s, const char *file, uint64_t size, int64_t mtime_ns) {
         for (size_t i = 0; i < s->n_bundle_cache; i++) {
                 const BundleCacheEntry *e = &s->bundle_cache[i];
                 if (e->loaded && e->size == size && e->mtime_ns == mtime_ns && streq(e->file, file))
@@ -196,7 +225,7 @@ static void entries_free(BundleCacheEntry *a, size_t n) {
         free(a);
 }
 
-int control_method_list_bundles(ControlServer *s, struct json_object **ret) {
+static int method_list_bundles(ControlContext *s, const ControlCall *call, ControlReply *reply) {
         _cleanup_(closedirp) DIR *d = NULL;
         BundleCacheEntry *entries = NULL;
         size_t n = 0, allocated = 0, first;
@@ -296,20 +325,19 @@ int control_method_list_bundles(ControlServer *s, struct json_object **ret) {
         bundle_cache_clear(s);
         s->bundle_cache = entries;
         s->n_bundle_cache = n;
-        *ret = o;
+        reply->parameters = o;
         return 0;
 }
 
 /* ---- GetSnapshot ---- */
 
-int control_method_get_snapshot(ControlServer *s, const char *id, struct json_object **ret,
-                                const char **ret_error_name, struct json_object **ret_error) {
+static int method_get_snapshot(ControlContext *s, const ControlCall *call, ControlReply *reply) {
         static const char *const states[] = {
                 [PENDING_STATE_PENDING] = "pending",
                 [PENDING_STATE_WRITTEN] = "written",
                 [PENDING_STATE_FAILED] = "failed",
         };
-        const PendingEntry *e = control_pending_find(s, id);
+        const PendingEntry *e = control_tickets_find(s->tickets, get_string(call->parameters, "pending"));
         struct json_object *o = json_object_new_object();
 
         if (!o)
@@ -318,8 +346,8 @@ int control_method_get_snapshot(ControlServer *s, const char *id, struct json_ob
                 TRY(json_add_string(o, "message",
                                     "no such snapshot request: the id is unknown, or more than 128 requests came "
                                     "after it"));
-                *ret_error_name = PTRACED_ERROR_NO_SUCH_SNAPSHOT;
-                *ret_error = o;
+                reply->error = PTRACED_ERROR_NO_SUCH_SNAPSHOT;
+                reply->parameters = o;
                 return 0;
         }
         TRY(json_add_string(o, "state", states[e->state]));
@@ -332,13 +360,13 @@ int control_method_get_snapshot(ControlServer *s, const char *id, struct json_ob
                 TRY(json_add_string_or_null(o, "error", e->error));
                 TRY(json_add_string_or_null(o, "message", e->message));
         }
-        *ret = o;
+        reply->parameters = o;
         return 0;
 }
 
 /* ---- org.varlink.service ---- */
 
-int control_method_get_info(ControlServer *s, struct json_object **ret) {
+static int method_get_info(ControlContext *s, const ControlCall *call, ControlReply *reply) {
         struct json_object *o = json_object_new_object(), *list;
 
         if (!o)
@@ -355,12 +383,12 @@ int control_method_get_info(ControlServer *s, struct json_object **ret) {
                 TRY(v ? 0 : -ENOMEM);
                 TRY(json_object_array_add(list, v) < 0 ? (json_object_put(v), -ENOMEM) : 0);
         }
-        *ret = o;
+        reply->parameters = o;
         return 0;
 }
 
-int control_method_get_interface_description(ControlServer *s, const char *interface, struct json_object **ret,
-                                             const char **ret_error_name, struct json_object **ret_error) {
+static int method_get_interface_description(ControlContext *s, const ControlCall *call, ControlReply *reply) {
+        const char *interface = get_string(call->parameters, "interface");
         const char *d = protocol_interface_description(interface);
         struct json_object *o = json_object_new_object();
 
@@ -368,11 +396,107 @@ int control_method_get_interface_description(ControlServer *s, const char *inter
                 return -ENOMEM;
         if (!d) {
                 TRY(json_add_string(o, "interface", interface));
-                *ret_error_name = VARLINK_ERROR_INTERFACE_NOT_FOUND;
-                *ret_error = o;
+                reply->error = VARLINK_ERROR_INTERFACE_NOT_FOUND;
+                reply->parameters = o;
                 return 0;
         }
         TRY(json_add_string(o, "description", d));
-        *ret = o;
+        reply->parameters = o;
+        return 0;
+}
+
+/* ---- io.ptraced.Snapshot ---- */
+
+static int method_snapshot(ControlContext *s, const ControlCall *call, ControlReply *reply) {
+        struct json_object *v, *p;
+        const char *reason = get_string(call->parameters, "reason") ?: PTRACED_REASON_DEFAULT;
+        bool wait = true;
+        char id[PTRACED_PENDING_ID_LEN + 1];
+        int r;
+
+        if (json_object_object_get_ex(call->parameters, "wait", &v) && json_object_is_type(v, json_type_boolean))
+                wait = json_object_get_boolean(v);
+        if (call->oneway)
+                wait = false;
+
+        log_debug("Snapshot requested by PID %d (UID %u) over the control socket, reason '%s'%s",
+                  (int) call->peer->pid, (unsigned) call->peer->uid, reason, wait ? "" : ", not waiting");
+        r = control_tickets_request(s->tickets, reason, "varlink", call->peer, call->slot, id);
+        if (r < 0)
+                return r;
+        /* Refused at once (rate limits, warm-up, no CPU recording): the
+         * slot holds the error already. Otherwise, without wait, answer
+         * with the pending id now and let the ticket finish alone. */
+        if (call->slot->ready || wait)
+                return 1;
+        reply_slot_detach(call->slot);
+        p = json_object_new_object();
+        if (!p || json_add_string(p, "pending", id) < 0) {
+                json_object_put(p);
+                return -ENOMEM;
+        }
+        reply->parameters = p;
+        return 0;
+}
+
+/* ---- heartbeat watchdogs: daemon/trigger/control.c ---- */
+
+static int method_watchdog(ControlContext *s, const ControlCall *call, ControlReply *reply) {
+        TriggerWatchdogs *w = s->service ? s->service->ops->watchdogs(s->service->userdata) : NULL;
+        struct json_object *p = NULL, *error = NULL;
+        const char *name = NULL;
+        int r;
+
+        r = trigger_control_call(w, call->method, call->peer, call->parameters, &p, &name, &error);
+        if (r < 0)
+                return r;
+        *reply = name ? (ControlReply){ name, error } : (ControlReply){ NULL, p };
+        return 0;
+}
+
+/* ---- the table ---- */
+
+void control_context_done(ControlContext *c) {
+        bundle_cache_clear(c);
+}
+
+const ControlMethod control_methods[] = {
+        { PTRACED_METHOD_SNAPSHOT, method_snapshot },
+        { PTRACED_METHOD_GET_SNAPSHOT, method_get_snapshot },
+        { PTRACED_METHOD_STATUS, method_status },
+        { PTRACED_METHOD_LIST_BUNDLES, method_list_bundles },
+        { PTRACED_METHOD_WATCHDOG, method_watchdog },
+        { PTRACED_METHOD_WATCHDOG_PING, method_watchdog },
+        { PTRACED_METHOD_WATCHDOG_REMOVE, method_watchdog },
+        { VARLINK_METHOD_GET_INFO, method_get_info },
+        { VARLINK_METHOD_GET_INTERFACE_DESCRIPTION, method_get_interface_description },
+        { NULL },
+};
+
+const ControlMethod *control_method_find(const char *name) {
+        for (const ControlMethod *m = control_methods; m->name; m++)
+                if (streq(m->name, name))
+                        return m;
+        return NULL;
+}
+
+int control_methods_check(char **ret_error) {
+        for (const ProtocolMethod *p = protocol_methods; p->name; p++) {
+                unsigned n = 0;
+
+                for (const ControlMethod *m = control_methods; m->name; m++)
+                        n += streq(m->name, p->name);
+                if (n != 1)
+                        return asprintf(ret_error, "%s has %u handlers in control_methods[], not one", p->name,
+                                        n) < 0
+                                       ? -ENOMEM
+                                       : -EPROTO;
+        }
+        for (const ControlMethod *m = control_methods; m->name; m++)
+                if (!protocol_method_find(m->name) || !m->handler)
+                        return asprintf(ret_error, "control_methods[] serves %s, which %s", m->name,
+                                        m->handler ? "the protocol does not declare" : "has no handler") < 0
+                                       ? -ENOMEM
+                                       : -EPROTO;
         return 0;
 }

@@ -2,8 +2,9 @@
 
 /*
  * The varlink socket: listening (socket activation or our own bind),
- * connections, validation and dispatch of calls, and snapshot tickets.
- * The methods' bodies are in daemon/control/methods.c, the FIFO in daemon/control/fifo.c.
+ * connections, validation and dispatch of calls. The methods are in
+ * daemon/control/methods.c, replies and snapshot tickets in
+ * daemon/control/reply.c, the FIFO in daemon/control/fifo.c.
  */
 
 #include <fcntl.h>
@@ -14,13 +15,18 @@
 #include <systemd/sd-daemon.h>
 #include <systemd/sd-id128.h>
 
-#include "daemon/control/internal.h"
+#include "common/basic/buffer.h"
 #include "common/basic/fileio.h"
+#include "common/basic/json-util.h"
 #include "common/basic/log.h"
 #include "common/basic/message-ids.h"
 #include "common/basic/parse-util.h"
-#include "daemon/trigger/control.h"
-#include "daemon/trigger/governor.h"
+#include "common/control/protocol.h"
+#include "common/control/varlink.h"
+#include "daemon/control/fifo.h"
+#include "daemon/control/listen.h"
+#include "daemon/control/methods.h"
+#include "daemon/control/server.h"
 
 /* Below the recorder's sources (priority 0) and far below freezes: a storm
  * of calls waits, recording does not. */
@@ -34,6 +40,39 @@
 #define ACCEPT_RETRY (250 * USEC_PER_MSEC)
 #define PEER_GROUPS_MAX 65536
 
+typedef struct Connection Connection;
+
+struct ControlServer {
+        /* Configuration, copied. */
+        mode_t socket_mode;
+        ControlAccess read_only_access;
+        unsigned max_connections;
+        usec_t timeout;
+        char *directory;
+        char *source;
+        gid_t group;
+        bool have_group;
+
+        sd_event *event;
+        SnapshotService service;
+        ControlContext context; /* what the methods read and keep */
+
+        /* Listening. */
+        ControlListener listener;
+        sd_event_source **listen_sources; /* one per listener.fds */
+        sd_event_source *listen_retry;    /* re-enables accepting after EMFILE */
+
+        Connection *connections;
+        unsigned n_connections;
+
+        ControlTickets *tickets;
+        ControlFifo *fifo;
+
+        ControlStats stats;
+        usec_t refusal_logged_at; /* connection refusals are logged at most every 10 s */
+        uint64_t refusals_unlogged;
+};
+
 struct Connection {
         ControlServer *server;
         Connection *prev, *next;
@@ -44,8 +83,7 @@ struct Connection {
         VarlinkBuffer in;
         Buffer out;
         size_t out_sent;
-        ReplySlot *head, *tail;
-        unsigned n_slots;
+        ReplyQueue replies;
         bool eof;         /* the client will send nothing more */
         bool hangup;      /* ... and is gone altogether */
         bool closing;     /* we answer nothing more: close once the output is out */
@@ -56,19 +94,6 @@ struct Connection {
 
 static void connection_kick(Connection *c);
 
-/* ---- json helpers (the rest are common/basic/json-util.h) ---- */
-
-int json_add_string_or_null(struct json_object *o, const char *key, const char *value) {
-        if (!value)
-                return json_object_object_add(o, key, NULL) < 0 ? -ENOMEM : 0;
-        return json_add_string(o, key, value);
-}
-
-int json_add_u64(struct json_object *o, const char *key, uint64_t value) {
-        /* varlink's int is a JSON number; keep it in int64 range. */
-        return json_add_i64(o, key, (int64_t) MIN(value, (uint64_t) INT64_MAX));
-}
-
 static struct json_object *message_object(const char *message) {
         struct json_object *o = json_object_new_object();
 
@@ -77,29 +102,7 @@ static struct json_object *message_object(const char *message) {
         return o;
 }
 
-/* ---- reply slots ---- */
-
-void reply_slot_set(ReplySlot *slot, char *data, size_t size) {
-        free(slot->data);
-        slot->data = data;
-        slot->size = size;
-        slot->ready = true;
-}
-
-void reply_slot_detach(ReplySlot *slot) {
-        if (slot->ticket) {
-                slot->ticket->slot = NULL;
-                slot->ticket = NULL;
-        }
-}
-
-ReplySlot *reply_slot_free(ReplySlot *slot) {
-        if (!slot)
-                return NULL;
-        reply_slot_detach(slot);
-        free(slot->data);
-        return mfree(slot);
-}
+/* ---- replies ---- */
 
 /* Fill a varlink slot; on OOM the connection is beyond saving. */
 static void slot_reply(Connection *c, ReplySlot *slot, const char *error, struct json_object *parameters) {
@@ -123,141 +126,6 @@ static void slot_error_message(Connection *c, ReplySlot *slot, const char *error
         slot_reply(c, slot, error, message_object(message));
 }
 
-/* ---- snapshot tickets and GetSnapshot's memory ---- */
-
-static void pending_entry_clear(PendingEntry *e) {
-        free(e->bundle_id);
-        free(e->path);
-        free(e->error);
-        free(e->message);
-        *e = (PendingEntry){};
-}
-
-PendingEntry *control_pending_find(ControlServer *s, const char *id) {
-        for (size_t i = 0; i < ELEMENTSOF(s->pending); i++)
-                if (s->pending[i].id[0] && streq(s->pending[i].id, id))
-                        return &s->pending[i];
-        return NULL;
-}
-
-static void pending_add(ControlServer *s, const char *id) {
-        PendingEntry *e = &s->pending[s->pending_next];
-
-        s->pending_next = (s->pending_next + 1) % ELEMENTSOF(s->pending);
-        pending_entry_clear(e);
-        strcpy(e->id, id);
-        e->state = PENDING_STATE_PENDING;
-}
-
-static void pending_finish(ControlServer *s, const char *id, const SnapshotResult *r) {
-        PendingEntry *e = control_pending_find(s, id);
-
-        if (!e)
-                return; /* forgotten already: more than PTRACED_PENDING_KEEP newer requests */
-        if (r->error >= 0 && r->path) {
-                e->state = PENDING_STATE_WRITTEN;
-                e->bundle_id = r->id ? strdup(r->id) : NULL;
-                e->path = strdup(r->path);
-                e->size = r->size;
-                e->coalesced = r->coalesced;
-        } else {
-                e->state = PENDING_STATE_FAILED;
-                e->error = strdup(r->error_name ?: PTRACED_ERROR_FAILED);
-                e->message = strdup(r->error_text ?: strerror(r->error < 0 ? -r->error : EIO));
-        }
-}
-
-static void ticket_unlink(SnapshotTicket *t) {
-        ControlServer *s = t->server;
-
-        if (!s)
-                return;
-        if (t->prev)
-                t->prev->next = t->next;
-        else
-                s->tickets = t->next;
-        if (t->next)
-                t->next->prev = t->prev;
-        t->prev = t->next = NULL;
-        t->server = NULL;
-}
-
-static void on_snapshot_done(Manager *m, const SnapshotResult *r, void *userdata) {
-        SnapshotTicket *t = userdata;
-        ReplySlot *slot = t->slot;
-
-        if (t->server)
-                pending_finish(t->server, t->id, r);
-        ticket_unlink(t);
-        if (slot) {
-                slot->ticket = NULL;
-                t->slot = NULL;
-                slot->complete(slot, r);
-        }
-        free(t);
-}
-
-static char *peer_comm(pid_t pid) {
-        _cleanup_free_ char *path = NULL;
-        char *comm = NULL;
-
-        if (pid <= 0 || asprintf(&path, "/proc/%d/comm", (int) pid) < 0)
-                return NULL;
-        if (read_one_line_file(path, &comm) < 0)
-                return NULL;
-        return comm;
-}
-
-int control_request_snapshot(ControlServer *s, const char *reason, const char *source, const struct ucred *peer,
-                             ReplySlot *slot, char ret_ticket_id[static PTRACED_PENDING_ID_LEN + 1]) {
-        _cleanup_(trigger_request_freep) TriggerRequest *t = NULL;
-        SnapshotTicket *ticket;
-        sd_id128_t id;
-        int r;
-
-        t = trigger_request_new(reason, source);
-        if (!t)
-                return -ENOMEM;
-        if (peer) {
-                t->has_requester = true;
-                t->requester_pid = (uint32_t) peer->pid;
-                t->requester_uid = (uint32_t) peer->uid;
-                t->requester_comm = peer_comm(peer->pid);
-        }
-
-        r = sd_id128_randomize(&id);
-        if (r < 0)
-                return r;
-        ticket = calloc(1, sizeof(*ticket));
-        if (!ticket)
-                return -ENOMEM;
-        sd_id128_to_string(id, ticket->id);
-
-        /* The bundle names the request that started it. */
-        t->details = json_object_new_object();
-        if (!t->details || json_add_string(t->details, "request_id", ticket->id) < 0) {
-                free(ticket);
-                return -ENOMEM;
-        }
-
-        t->done = on_snapshot_done;
-        t->userdata = ticket;
-        ticket->server = s;
-        ticket->next = s->tickets;
-        if (s->tickets)
-                s->tickets->prev = ticket;
-        s->tickets = ticket;
-        if (slot) {
-                ticket->slot = slot;
-                slot->ticket = ticket;
-        }
-        pending_add(s, ticket->id);
-        strcpy(ret_ticket_id, ticket->id);
-
-        manager_trigger(s->manager, TAKE_PTR(t));
-        return 0;
-}
-
 /* ---- connections ---- */
 
 static size_t connection_output_pending(const Connection *c) {
@@ -265,14 +133,14 @@ static size_t connection_output_pending(const Connection *c) {
 }
 
 static bool connection_waiting_on_daemon(const Connection *c) {
-        for (const ReplySlot *s = c->head; s; s = s->next)
+        for (const ReplySlot *s = c->replies.head; s; s = s->next)
                 if (s->ticket)
                         return true;
         return false;
 }
 
 static bool connection_can_dispatch(const Connection *c) {
-        return !c->dead && !c->closing && c->n_slots < CONTROL_PIPELINE_MAX &&
+        return !c->dead && !c->closing && c->replies.n < CONTROL_PIPELINE_MAX &&
                connection_output_pending(c) < CONTROL_OUTPUT_HIGH;
 }
 
@@ -282,10 +150,7 @@ static Connection *connection_free(Connection *c) {
         if (!c)
                 return NULL;
         s = c->server;
-        for (ReplySlot *slot = c->head, *next; slot; slot = next) {
-                next = slot->next;
-                reply_slot_free(slot);
-        }
+        reply_queue_clear(&c->replies);
         if (c->prev)
                 c->prev->next = c->next;
         else if (s->connections == c)
@@ -300,8 +165,6 @@ static Connection *connection_free(Connection *c) {
         buffer_done(&c->out);
         return mfree(c);
 }
-
-static ReplySlot *connection_add_slot(Connection *c);
 
 static void connection_slot_complete(ReplySlot *slot, const SnapshotResult *r) {
         Connection *c = slot->owner;
@@ -329,14 +192,10 @@ static void connection_slot_complete(ReplySlot *slot, const SnapshotResult *r) {
                 const char *name = r->error_name ?: PTRACED_ERROR_FAILED;
                 if (k >= 0)
                         k = json_add_string(p, "message", r->error_text ?: strerror(r->error < 0 ? -r->error : EIO));
-                /* Governance refusals come back synchronously from
-                 * manager_trigger(): the governor's last refusal is this one. */
+                /* Governance refusals say when to retry. */
                 if (k >= 0 && (streq(name, PTRACED_ERROR_RATE_LIMITED) || streq(name, PTRACED_ERROR_WARMING_UP) ||
-                               streq(name, PTRACED_ERROR_DUPLICATE))) {
-                        TriggerGovernor *g = manager_get_governor(c->server->manager);
-                        const TriggerVerdict *v = g ? trigger_governor_last_refusal(g) : NULL;
-                        k = json_add_u64(p, "retry_after_usec", v ? v->retry_after : 0);
-                }
+                               streq(name, PTRACED_ERROR_DUPLICATE)))
+                        k = json_add_u64(p, "retry_after_usec", r->retry_after);
                 if (k < 0) {
                         if (p)
                                 json_object_put(p);
@@ -350,30 +209,12 @@ static void connection_slot_complete(ReplySlot *slot, const SnapshotResult *r) {
 }
 
 static ReplySlot *connection_add_slot(Connection *c) {
-        ReplySlot *slot = calloc(1, sizeof(*slot));
-
-        if (!slot)
-                return NULL;
-        slot->owner = c;
-        slot->complete = connection_slot_complete;
-        if (c->tail)
-                c->tail->next = slot;
-        else
-                c->head = slot;
-        c->tail = slot;
-        c->n_slots++;
-        return slot;
+        return reply_queue_add(&c->replies, c, connection_slot_complete);
 }
 
 /* Move answered calls, in order, from the queue to the output. */
 static void connection_collect(Connection *c) {
-        while (c->head && c->head->ready) {
-                ReplySlot *slot = c->head;
-
-                c->head = slot->next;
-                if (!c->head)
-                        c->tail = NULL;
-                c->n_slots--;
+        for (ReplySlot *slot; (slot = reply_queue_take_ready(&c->replies));) {
                 if (!slot->discard && slot->data && !c->dead && buffer_append(&c->out, slot->data, slot->size) < 0) {
                         log_oom();
                         c->dead = true;
@@ -411,7 +252,7 @@ static void connection_too_large(Connection *c);
 static bool connection_finished(const Connection *c) {
         if (c->dead)
                 return true;
-        if (c->n_slots > 0 || connection_output_pending(c) > 0)
+        if (c->replies.n > 0 || connection_output_pending(c) > 0)
                 return false;
         return c->closing || c->eof;
 }
@@ -564,91 +405,29 @@ static bool connection_may(const Connection *c, const ProtocolMethod *m) {
         return false;
 }
 
-static void call_snapshot(Connection *c, ReplySlot *slot, const VarlinkCall *call) {
-        ControlServer *s = c->server;
-        struct json_object *v;
-        const char *reason = PTRACED_REASON_DEFAULT;
-        bool wait = true;
-        char id[PTRACED_PENDING_ID_LEN + 1];
-        int r;
-
-        if (json_object_object_get_ex(call->parameters, "reason", &v) && json_object_is_type(v, json_type_string))
-                reason = json_object_get_string(v);
-        if (json_object_object_get_ex(call->parameters, "wait", &v) && json_object_is_type(v, json_type_boolean))
-                wait = json_object_get_boolean(v);
-        if (call->flags & VARLINK_CALL_ONEWAY)
-                wait = false;
-
-        log_debug("Snapshot requested by PID %d (UID %u) over the control socket, reason '%s'%s", (int) c->peer.pid,
-                  (unsigned) c->peer.uid, reason, wait ? "" : ", not waiting");
-        r = control_request_snapshot(s, reason, "varlink", &c->peer, slot, id);
-        if (r < 0) {
-                log_oom();
-                slot_error_message(c, slot, PTRACED_ERROR_FAILED, "out of memory");
-                return;
-        }
-        /* Refused at once (rate limits, warm-up, no CPU recording): the
-         * slot holds the error already. Otherwise, without wait, answer
-         * with the pending id now and let the ticket finish alone. */
-        if (slot->ready || wait)
-                return;
-        reply_slot_detach(slot);
-        struct json_object *p = json_object_new_object();
-        if (!p || json_add_string(p, "pending", id) < 0) {
-                if (p)
-                        json_object_put(p);
-                log_oom();
-                c->dead = true;
-                reply_slot_set(slot, NULL, 0);
-                return;
-        }
-        slot_reply(c, slot, NULL, p);
-}
-
 static void call_method(Connection *c, ReplySlot *slot, const ProtocolMethod *m, const VarlinkCall *call) {
-        ControlServer *s = c->server;
-        struct json_object *p = NULL, *error_params = NULL, *v = NULL;
-        const char *error_name = NULL;
+        /* control_server_new() checked that every protocol method has one. */
+        const ControlMethod *h = control_method_find(m->name);
+        ControlCall cc = {
+                .method = m->name,
+                .parameters = call->parameters,
+                .oneway = call->flags & VARLINK_CALL_ONEWAY,
+                .peer = &c->peer,
+                .slot = slot,
+        };
+        ControlReply reply = {};
         int r;
 
-        if (streq(m->name, PTRACED_METHOD_SNAPSHOT)) {
-                call_snapshot(c, slot, call);
-                return;
-        }
-        if (streq(m->name, PTRACED_METHOD_STATUS))
-                r = control_method_status(s, &p);
-        else if (streq(m->name, PTRACED_METHOD_LIST_BUNDLES))
-                r = control_method_list_bundles(s, &p);
-        else if (streq(m->name, PTRACED_METHOD_GET_SNAPSHOT)) {
-                (void) json_object_object_get_ex(call->parameters, "pending", &v);
-                r = control_method_get_snapshot(s, json_object_get_string(v), &p, &error_name, &error_params);
-        } else if (startswith(m->name, PTRACED_METHOD_WATCHDOG))
-                /* Heartbeat watchdogs: daemon/trigger/control.c. */
-                r = trigger_control_call(s->manager, m->name, &c->peer, call->parameters, &p, &error_name,
-                                         &error_params);
-        else if (streq(m->name, VARLINK_METHOD_GET_INFO))
-                r = control_method_get_info(s, &p);
-        else if (streq(m->name, VARLINK_METHOD_GET_INTERFACE_DESCRIPTION)) {
-                (void) json_object_object_get_ex(call->parameters, "interface", &v);
-                r = control_method_get_interface_description(s, json_object_get_string(v), &p, &error_name,
-                                                             &error_params);
-        } else {
-                /* In the protocol table but not served here. */
-                p = json_object_new_object();
-                if (p && json_add_string(p, "method", m->name) < 0)
-                        p = (json_object_put(p), NULL);
-                slot_reply(c, slot, VARLINK_ERROR_METHOD_NOT_IMPLEMENTED, p);
-                return;
-        }
+        assert(h);
+        r = h->handler(&c->server->context, &cc, &reply);
         if (r < 0) {
                 log_warning_errno(r, "Failed to answer %s: %m", m->name);
                 slot_error_message(c, slot, PTRACED_ERROR_FAILED, strerror(-r));
                 return;
         }
-        if (error_name)
-                slot_reply(c, slot, error_name, error_params);
-        else
-                slot_reply(c, slot, NULL, p);
+        if (r > 0)
+                return; /* the slot is the handler's (a snapshot) */
+        slot_reply(c, slot, reply.error, reply.parameters);
 }
 
 static void connection_dispatch(Connection *c, const char *msg, size_t size) {
@@ -865,7 +644,7 @@ static void server_accept(ControlServer *s, int fd) {
 static int on_listen_retry(sd_event_source *src, uint64_t usec, void *userdata) {
         ControlServer *s = userdata;
 
-        for (size_t i = 0; i < s->n_listen; i++)
+        for (size_t i = 0; i < s->listener.n; i++)
                 (void) sd_event_source_set_enabled(s->listen_sources[i], SD_EVENT_ON);
         return 0;
 }
@@ -886,7 +665,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
                 /* Out of descriptors or memory: stop accepting for a while
                  * rather than spin on a listening socket that stays ready. */
                 log_warning_errno(errno, "Cannot accept control connections for now (%m), retrying shortly.");
-                for (size_t k = 0; k < s->n_listen; k++)
+                for (size_t k = 0; k < s->listener.n; k++)
                         (void) sd_event_source_set_enabled(s->listen_sources[k], SD_EVENT_OFF);
                 if (!s->listen_retry)
                         (void) sd_event_add_time_relative(s->event, &s->listen_retry, CLOCK_MONOTONIC, ACCEPT_RETRY,
@@ -900,137 +679,7 @@ static int on_listen(sd_event_source *src, int fd, uint32_t revents, void *userd
         return 0;
 }
 
-/* ---- listening sockets ---- */
-
-static int add_listen_fd(ControlServer *s, int fd) {
-        int *a = realloc(s->listen_fds, sizeof(int) * (s->n_listen + 1));
-
-        if (!a)
-                return -ENOMEM;
-        s->listen_fds = a;
-        s->listen_fds[s->n_listen++] = fd;
-        return 0;
-}
-
-static int take_activated(ControlServer *s, int n) {
-        int r;
-
-        for (int i = 0; i < n; i++) {
-                int fd = SD_LISTEN_FDS_START + i;
-
-                if (sd_is_socket_unix(fd, SOCK_STREAM, 1, NULL, 0) <= 0) {
-                        log_warning("Socket activation passed file descriptor %d, which is not a listening Unix "
-                                    "stream socket; ignoring it.",
-                                    fd);
-                        safe_close(fd);
-                        continue;
-                }
-                r = fcntl(fd, F_GETFL);
-                if (r < 0 || fcntl(fd, F_SETFL, r | O_NONBLOCK) < 0)
-                        return log_error_errno(errno, "Cannot make the activated socket non-blocking: %m");
-                r = add_listen_fd(s, fd);
-                if (r < 0) {
-                        safe_close(fd);
-                        return log_oom();
-                }
-        }
-        if (s->n_listen == 0)
-                return log_error_errno(SYNTHETIC_ERRNO(EBADF),
-                                       "Socket activation passed no listening Unix stream socket; check "
-                                       "ptraced.socket (ListenStream=).");
-
-        /* Report the path the first one listens on. */
-        struct sockaddr_un sa = {};
-        socklen_t len = sizeof sa;
-        if (getsockname(s->listen_fds[0], (struct sockaddr *) &sa, &len) >= 0 && sa.sun_path[0] &&
-            len > offsetof(struct sockaddr_un, sun_path)) {
-                char *p = strndup(sa.sun_path, len - offsetof(struct sockaddr_un, sun_path));
-                if (p) {
-                        free(s->socket_path);
-                        s->socket_path = p;
-                }
-        }
-        s->activated = true;
-        log_debug("Serving %zu socket-activated control socket%s (%s)", s->n_listen, s->n_listen == 1 ? "" : "s",
-                  s->socket_path);
-        return 0;
-}
-
-static int bind_socket(ControlServer *s) {
-        struct sockaddr_un sa = { .sun_family = AF_UNIX };
-        _cleanup_free_ char *dir = NULL, *base = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        struct stat st;
-        mode_t old;
-        int r;
-
-        if (strlen(s->socket_path) >= sizeof sa.sun_path)
-                return log_error_errno(SYNTHETIC_ERRNO(ENAMETOOLONG),
-                                       "[Control] Socket=%s is too long for a Unix socket (at most %zu bytes).",
-                                       s->socket_path, sizeof sa.sun_path - 1);
-        strcpy(sa.sun_path, s->socket_path);
-
-        r = path_split(s->socket_path, &dir, &base);
-        if (r < 0)
-                return log_oom();
-        /* Group ptraced must reach the socket; the socket's mode guards it. */
-        r = mkdir_p(dir, 0755);
-        if (r < 0)
-                return log_error_errno(r, "Cannot create %s for the control socket: %m", dir);
-
-        if (lstat(s->socket_path, &st) >= 0) {
-                _cleanup_close_ int probe = -EBADF;
-
-                if (!S_ISSOCK(st.st_mode))
-                        return log_error_errno(SYNTHETIC_ERRNO(EEXIST),
-                                               "%s exists and is not a socket; remove it or set [Control] Socket= "
-                                               "to another path.",
-                                               s->socket_path);
-                probe = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-                if (probe < 0)
-                        return log_error_errno(errno, "Cannot create a socket: %m");
-                if (connect(probe, (struct sockaddr *) &sa, sizeof sa) >= 0 || errno == EAGAIN)
-                        return log_error_errno(SYNTHETIC_ERRNO(EADDRINUSE),
-                                               "Another process (another ptraced?) is listening on %s; stop it or "
-                                               "set [Control] Socket= to another path.",
-                                               s->socket_path);
-                if (errno != ECONNREFUSED)
-                        return log_error_errno(errno, "Cannot check whether %s is in use: %m", s->socket_path);
-                /* Left behind by a daemon that is gone. */
-                if (unlink(s->socket_path) < 0 && errno != ENOENT)
-                        return log_error_errno(errno, "Cannot remove the stale socket %s: %m", s->socket_path);
-        }
-
-        fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-        if (fd < 0)
-                return log_error_errno(errno, "Cannot create the control socket: %m");
-        /* Born 0600, then opened up to SocketMode= once the group is right. */
-        old = umask(0177);
-        r = bind(fd, (struct sockaddr *) &sa, sizeof sa);
-        umask(old);
-        if (r < 0)
-                return log_error_errno(errno, "Cannot bind the control socket to %s: %m", s->socket_path);
-        s->bound = true;
-        if (lstat(s->socket_path, &st) >= 0) {
-                s->bound_dev = st.st_dev;
-                s->bound_ino = st.st_ino;
-        }
-        if (s->have_group && fchownat(AT_FDCWD, s->socket_path, (uid_t) -1, s->group, AT_SYMLINK_NOFOLLOW) < 0)
-                log_warning_errno(errno, "Cannot give %s to group %s, ignoring: %m", s->socket_path, PTRACED_GROUP);
-        if (chmod(s->socket_path, s->socket_mode) < 0)
-                return log_error_errno(errno, "Cannot set mode %04o on %s: %m", (unsigned) s->socket_mode,
-                                       s->socket_path);
-        if (listen(fd, SOMAXCONN) < 0)
-                return log_error_errno(errno, "Cannot listen on %s: %m", s->socket_path);
-
-        r = add_listen_fd(s, fd);
-        if (r < 0)
-                return log_oom();
-        TAKE_FD(fd);
-        log_debug("Listening on %s (mode %04o%s%s)", s->socket_path, (unsigned) s->socket_mode,
-                  s->have_group ? ", group " : "", s->have_group ? PTRACED_GROUP : "");
-        return 0;
-}
+/* ---- the group ---- */
 
 static void lookup_group(ControlServer *s) {
         struct group g, *result = NULL;
@@ -1048,38 +697,53 @@ static void lookup_group(ControlServer *s) {
 
 /* ---- lifecycle ---- */
 
-int control_server_new(Manager *m, const PtracedConfig *config, int n_listen_fds, ControlServer **ret) {
+int control_server_new(const ControlServerOptions *o, ControlServer **ret) {
         _cleanup_(control_server_freep) ControlServer *s = NULL;
+        _cleanup_free_ char *error = NULL;
         int r;
+
+        /* A method without a handler is a bug of this build: refuse to start. */
+        r = control_methods_check(&error);
+        if (r < 0)
+                return log_error_errno(r, "The control server's methods do not match the protocol: %s",
+                                       strna(error));
 
         s = calloc(1, sizeof(*s));
         if (!s)
                 return log_oom();
-        s->manager = m;
-        s->socket_path = strdup(config->control.socket ?: PTRACED_SOCKET_PATH);
-        s->directory = strdup(config->directory ?: PTRACED_BUNDLE_DIR);
-        s->source_name = strdup(config->source >= 0 && config->source < _TRACE_SOURCE_MAX
-                                        ? trace_source_names[config->source]
-                                        : "unknown");
-        if (!s->socket_path || !s->directory || !s->source_name)
+        s->listener.path = strdup(o->config->socket ?: PTRACED_SOCKET_PATH);
+        s->directory = strdup(o->directory ?: PTRACED_BUNDLE_DIR);
+        s->source = strdup(o->source ?: "unknown");
+        if (!s->listener.path || !s->directory || !s->source)
                 return log_oom();
-        s->socket_mode = config->control.socket_mode;
-        s->read_only_access = config->control.read_only_access;
-        s->max_connections = config->control.max_connections;
-        s->timeout = config->control.timeout;
-        s->sideband_buffer_size = config->sideband_buffer_size;
-        s->memory_max = config->memory_max;
+        s->socket_mode = o->config->socket_mode;
+        s->read_only_access = o->config->read_only_access;
+        s->max_connections = o->config->max_connections;
+        s->timeout = o->config->timeout;
+        if (o->service)
+                s->service = *o->service;
+        s->context = (ControlContext){
+                .service = o->service ? &s->service : NULL,
+                .directory = s->directory,
+                .source = s->source,
+                .sideband_buffer_size = o->sideband_buffer_size,
+                .memory_max = o->memory_max,
+        };
+        r = control_tickets_new(o->service, &s->tickets);
+        if (r < 0)
+                return log_oom();
+        s->context.tickets = s->tickets;
         lookup_group(s);
 
-        if (n_listen_fds > 0)
-                r = take_activated(s, n_listen_fds);
+        if (o->n_listen_fds > 0)
+                r = control_listener_take_activated(&s->listener, o->n_listen_fds);
         else
-                r = bind_socket(s);
+                r = control_listener_bind(&s->listener, s->socket_mode, s->have_group ? &s->group : NULL);
         if (r < 0)
                 return r;
 
-        if (config->control.fifo) {
-                r = control_fifo_new(s, &config->control, &s->fifo);
+        if (o->config->fifo) {
+                r = control_fifo_new(o->config, s->tickets, s->have_group ? &s->group : NULL, &s->fifo);
                 if (r < 0)
                         return r;
         }
@@ -1091,13 +755,14 @@ int control_server_attach(ControlServer *s, sd_event *event) {
         int r;
 
         assert(!s->event);
+        assert(s->context.service);
         s->event = sd_event_ref(event);
-        s->started_at = now_usec(CLOCK_MONOTONIC);
-        s->listen_sources = calloc(MAX(s->n_listen, (size_t) 1), sizeof(sd_event_source *));
+        s->context.started_at = now_usec(CLOCK_MONOTONIC);
+        s->listen_sources = calloc(MAX(s->listener.n, (size_t) 1), sizeof(sd_event_source *));
         if (!s->listen_sources)
                 return log_oom();
-        for (size_t i = 0; i < s->n_listen; i++) {
-                r = sd_event_add_io(event, &s->listen_sources[i], s->listen_fds[i], EPOLLIN, on_listen, s);
+        for (size_t i = 0; i < s->listener.n; i++) {
+                r = sd_event_add_io(event, &s->listen_sources[i], s->listener.fds[i], EPOLLIN, on_listen, s);
                 if (r >= 0)
                         r = sd_event_source_set_priority(s->listen_sources[i], CONTROL_PRIORITY);
                 if (r < 0)
@@ -1124,45 +789,33 @@ ControlServer *control_server_free(ControlServer *s) {
                 connection_free(c);
         }
         s->fifo = control_fifo_free(s->fifo);
+        /* After the slots that pointed at them: requests still with the
+         * service answer nobody from now on. */
+        s->tickets = control_tickets_free(s->tickets);
 
-        /* Requests still with the manager answer nobody from now on. */
-        while (s->tickets)
-                ticket_unlink(s->tickets);
-
-        for (size_t i = 0; i < s->n_listen; i++) {
-                if (s->listen_sources)
-                        sd_event_source_disable_unref(s->listen_sources[i]);
-                safe_close(s->listen_fds[i]);
-        }
+        for (size_t i = 0; s->listen_sources && i < s->listener.n; i++)
+                sd_event_source_disable_unref(s->listen_sources[i]);
         free(s->listen_sources);
-        free(s->listen_fds);
         sd_event_source_disable_unref(s->listen_retry);
+        control_listener_done(&s->listener);
 
-        if (s->bound) {
-                struct stat st;
-                if (lstat(s->socket_path, &st) >= 0 && st.st_dev == s->bound_dev && st.st_ino == s->bound_ino)
-                        (void) unlink(s->socket_path);
-        }
-
-        for (size_t i = 0; i < ELEMENTSOF(s->pending); i++)
-                pending_entry_clear(&s->pending[i]);
-        bundle_cache_clear(s);
+        control_context_done(&s->context);
         sd_event_unref(s->event);
-        free(s->socket_path);
         free(s->directory);
-        free(s->source_name);
+        free(s->source);
         return mfree(s);
 }
 
 void control_server_get_stats(ControlServer *s, ControlStats *ret) {
         *ret = s->stats;
         ret->connections = s->n_connections;
+        ret->fifo_commands = control_fifo_commands(s->fifo);
 }
 
 const char *control_server_socket_path(ControlServer *s) {
-        return s->socket_path;
+        return s->listener.path;
 }
 
 bool control_server_socket_activated(ControlServer *s) {
-        return s->activated;
+        return s->listener.activated;
 }

@@ -4,7 +4,6 @@
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/eventfd.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "common/bundle/buildid-cache.h"
@@ -258,8 +257,7 @@ int dump_job_run(DumpJob *j) {
                         return job_fail(j, r, "cannot write %s: %s", member, strna(error));
                 /* The trace is on disk (or in the writer's spool): give the
                  * memory back now, not when the whole bundle is done. */
-                munmap(sc->data, sc->capacity);
-                sc->data = NULL;
+                recorder_snapshot_release_cpu(j->snapshot, i);
         }
 
         m->sideband.member = strdup("sideband.perf");
@@ -412,13 +410,4 @@ int dumper_take(Dumper *d, DumpJob **ret) {
         memmove(d->done, d->done + 1, sizeof(DumpJob *) * --d->n_done);
         pthread_mutex_unlock(&d->lock);
         return 1;
-}
-
-unsigned dumper_pending(Dumper *d) {
-        unsigned n;
-
-        pthread_mutex_lock(&d->lock);
-        n = (unsigned) d->n_todo + (d->busy ? 1 : 0);
-        pthread_mutex_unlock(&d->lock);
-        return n;
 }

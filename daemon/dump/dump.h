@@ -75,4 +75,3 @@ int dumper_submit(Dumper *d, DumpJob *j);
 int dumper_fd(Dumper *d);
 /* A finished job (1), none (0). */
 int dumper_take(Dumper *d, DumpJob **ret);
-unsigned dumper_pending(Dumper *d);

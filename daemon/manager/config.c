@@ -1,19 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 
-#include <sys/un.h>
-
+#include "common/basic/log.h"
 #include "common/basic/parse-util.h"
+#include "common/perf/pmu.h"
+#include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
 
 const char *const trace_source_names[] = {
         [TRACE_SOURCE_KERNEL] = "kernel",
         [TRACE_SOURCE_SIM] = "sim",
-        NULL,
-};
-
-const char *const control_access_names[] = {
-        [CONTROL_ACCESS_GROUP] = "group",
-        [CONTROL_ACCESS_EVERYONE] = "everyone",
         NULL,
 };
 
@@ -125,20 +120,20 @@ void ptraced_config_done(PtracedConfig *c) {
         c->trigger_list = NULL;
 }
 
-void control_config_done(ControlConfig *c) {
-        c->socket = mfree(c->socket);
-        c->fifo = mfree(c->fifo);
-        c->ack_fifo = mfree(c->ack_fifo);
-}
+int ptraced_config_copy(PtracedConfig *dst, const PtracedConfig *src) {
+        PtracedConfig c = *src;
 
-int control_config_copy(ControlConfig *dst, const ControlConfig *src) {
-        ControlConfig c = *src;
-
-        c.socket = src->socket ? strdup(src->socket) : NULL;
-        c.fifo = src->fifo ? strdup(src->fifo) : NULL;
-        c.ack_fifo = src->ack_fifo ? strdup(src->ack_fifo) : NULL;
-        if ((src->socket && !c.socket) || (src->fifo && !c.fifo) || (src->ack_fifo && !c.ack_fifo)) {
-                control_config_done(&c);
+        /* Nothing of src's is shared: every pointer is replaced below. */
+        c.event = NULL;
+        c.filters = NULL;
+        c.directory = NULL;
+        c.control = (ControlConfig){};
+        c.trigger_list = NULL;
+        if ((src->event && !(c.event = strdup(src->event))) || (src->filters && !(c.filters = strv_copy(src->filters))) ||
+            (src->directory && !(c.directory = strdup(src->directory))) ||
+            control_config_copy(&c.control, &src->control) < 0 ||
+            trigger_config_list_copy(src->trigger_list, &c.trigger_list) < 0) {
+                ptraced_config_done(&c);
                 *dst = c;
                 return -ENOMEM;
         }
@@ -146,28 +141,58 @@ int control_config_copy(ControlConfig *dst, const ControlConfig *src) {
         return 0;
 }
 
-/* [Control] and [Triggers] values that parse but cannot work. */
-static int control_config_check(const ControlConfig *c, const TriggerLimits *t, char **ret_error) {
-        const char *bad = NULL;
+/* The [Trigger:NAME] sections go to the config's list of triggers. */
+static void *trigger_section_new(const char *name, const char *filename, unsigned line, void *userdata,
+                                 char **ret_error) {
+        PtracedConfig *c = userdata;
 
-        if (c->socket && strlen(c->socket) >= sizeof(((struct sockaddr_un *) NULL)->sun_path))
-                bad = "[Control] Socket= is too long for a Unix socket (at most 107 bytes)";
-        else if (c->max_connections < 1 || c->max_connections > 4096)
-                bad = "[Control] MaxConnections= must be between 1 and 4096";
-        else if (c->timeout < USEC_PER_MSEC)
-                bad = "[Control] TimeoutSec= must be at least 1ms, e.g. 10s";
-        else if (c->ack_fifo && !c->fifo)
-                bad = "[Control] AckFIFO= needs ControlFIFO= (acks answer the commands read there)";
-        else if (c->fifo && c->ack_fifo && streq(c->fifo, c->ack_fifo))
-                bad = "[Control] ControlFIFO= and AckFIFO= must be two different paths";
-        else if (c->fifo && (c->socket ? streq(c->fifo, c->socket) : streq(c->fifo, PTRACED_SOCKET_PATH)))
-                bad = "[Control] ControlFIFO= must not be the socket's path";
-        else if (t->burst > TRIGGER_GOVERNOR_BURST_MAX || t->source_burst > TRIGGER_GOVERNOR_BURST_MAX)
-                bad = "[Triggers] RateLimitBurst= and SourceRateLimitBurst= must be at most 10000";
-        if (!bad)
+        return trigger_config_list_section(&c->trigger_list, name, filename, line, ret_error);
+}
+
+static void trigger_section_invalidate(void *object, const char *error, void *userdata) {
+        trigger_config_invalidate(object, error);
+}
+
+const ConfigSectionTemplate ptraced_config_templates[] = {
+        { "Trigger:", trigger_section_new, trigger_section_invalidate },
+        {},
+};
+
+/* [Triggers] values that parse but cannot work. */
+static int triggers_config_check(const TriggerLimits *t, char **ret_error) {
+        if (t->burst <= TRIGGER_GOVERNOR_BURST_MAX && t->source_burst <= TRIGGER_GOVERNOR_BURST_MAX)
                 return 0;
-        *ret_error = strdup(bad);
+        *ret_error = strdup("[Triggers] RateLimitBurst= and SourceRateLimitBurst= must be at most 10000");
         return -EINVAL;
+}
+
+int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, Pmu **ret_pmu,
+                              PtEventConfig *ret_event) {
+        _cleanup_pmu_free_ Pmu *pmu = NULL;
+        _cleanup_free_ char *error = NULL;
+        int r;
+
+        r = pmu_load(sysfs_root, "intel_pt", &pmu);
+        if (r == -ENOENT)
+                return log_error_errno(r,
+                                       "No intel_pt PMU at %s/bus/event_source/devices/intel_pt: this CPU or kernel "
+                                       "has no Intel Processor Trace. To run on the emulated PMU instead, use "
+                                       "--source=sim (or Source=sim in [Trace]).",
+                                       sysfs_root);
+        if (r < 0)
+                return log_error_errno(r, "Failed to read the intel_pt PMU under %s: %m", sysfs_root);
+        if (c->event)
+                r = pt_event_config_parse(pmu, c->event, ret_event, &error);
+        else
+                r = pt_event_config_default(pmu, ret_event);
+        if (r == -EINVAL)
+                return log_error_errno(r, "[Trace] Event=%s: %s", strempty(c->event), error);
+        if (r < 0)
+                return log_error_errno(r, "Failed to build the intel_pt event configuration: %m");
+        if (ret_event->forced_pt)
+                log_warning("pt=0 doesn't make sense, forcing pt=1");
+        *ret_pmu = TAKE_PTR(pmu);
+        return 0;
 }
 
 int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings, char **ret_error) {
@@ -180,7 +205,7 @@ int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings
                 r = config_files_list(PTRACED_CONF_FILE, config_default_dropin_dirs, &files);
         if (r < 0)
                 return r;
-        r = config_parse_files(ptraced_config_items, trigger_config_templates, files, c, ret_warnings, ret_error);
+        r = config_parse_files(ptraced_config_items, ptraced_config_templates, files, c, ret_warnings, ret_error);
         if (r < 0)
                 return r;
         /* A bad [Trigger:NAME] is a warning naming file:line; the others load. */
@@ -211,7 +236,10 @@ int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings
                 *ret_error = strdup("[Sim] Rate= must be above 0, e.g. 20M (bytes of trace per second per CPU)");
                 return -EINVAL;
         }
-        r = control_config_check(&c->control, &c->triggers, ret_error);
+        r = control_config_check(&c->control, ret_error);
+        if (r < 0)
+                return r;
+        r = triggers_config_check(&c->triggers, ret_error);
         if (r < 0)
                 return r;
         return 0;

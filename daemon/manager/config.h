@@ -10,6 +10,7 @@
 #include "common/basic/conf-parser.h"
 #include "common/basic/macro.h"
 #include "common/basic/time-util.h"
+#include "daemon/control/config.h"
 #include "daemon/trigger/config.h"
 #include "daemon/trigger/governor.h"
 
@@ -18,31 +19,6 @@ typedef enum TraceSource {
         TRACE_SOURCE_SIM,
         _TRACE_SOURCE_MAX,
 } TraceSource;
-
-/* Who may call the read-only methods of the control socket. */
-typedef enum ControlAccess {
-        CONTROL_ACCESS_GROUP,    /* root and group ptraced, like Snapshot */
-        CONTROL_ACCESS_EVERYONE, /* whoever can connect (see SocketMode=) */
-        _CONTROL_ACCESS_MAX,
-} ControlAccess;
-
-/* [Control]: the varlink socket and the perf-style FIFO pair. */
-typedef struct ControlConfig {
-        char *socket;             /* NULL = PTRACED_SOCKET_PATH */
-        uint32_t socket_mode;
-        int read_only_access;     /* ControlAccess */
-        uint32_t max_connections;
-        usec_t timeout;           /* a connection must complete each call within this */
-        char *fifo;               /* perf's --control fifo:CTL; NULL = none */
-        char *ack_fifo;           /* and its ACK; NULL = no acks */
-        uint32_t fifo_mode;
-} ControlConfig;
-
-extern const char *const control_access_names[];
-
-/* Deep copy (the strings); on failure dst's strings are all NULL. */
-int control_config_copy(ControlConfig *dst, const ControlConfig *src);
-void control_config_done(ControlConfig *c);
 
 typedef struct PtracedConfig {
         /* [Trace] */
@@ -85,10 +61,23 @@ typedef struct PtracedConfig {
 } PtracedConfig;
 
 extern const ConfigItem ptraced_config_items[];
+/* [Trigger:NAME] sections, parsed into PtracedConfig.trigger_list. */
+extern const ConfigSectionTemplate ptraced_config_templates[];
 extern const char *const trace_source_names[];
 
 void ptraced_config_init(PtracedConfig *c);
 void ptraced_config_done(PtracedConfig *c);
+/* Deep copy: dst owns its own strings and trigger list (on failure, dst
+ * holds nothing to free). */
+int ptraced_config_copy(PtracedConfig *dst, const PtracedConfig *src);
+
+/* The intel_pt PMU under sysfs_root and the event [Trace] Event= asks for
+ * (the PMU's default without one), as ptraced --check-config and the
+ * manager both need them. Logs what is wrong, naming the key. */
+struct Pmu;
+struct PtEventConfig;
+int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, struct Pmu **ret_pmu,
+                              struct PtEventConfig *ret_event);
 
 /* Load `path` (and `path`.d/ drop-ins) or, with path == NULL, the default
  * ptraced.conf and its drop-in directories. Cross-key checks (BufferSize=

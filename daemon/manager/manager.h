@@ -2,12 +2,19 @@
 #pragma once
 
 /*
- * The Manager owns everything the daemon runs: the event loop, the PMU
- * backend, the recorder, the side-band log and process model, the dump
- * stage, and the sources that trigger snapshots. Shaped like systemd's
- * small daemons: manager_new() builds nothing that can fail at run time,
- * manager_start() brings it all up (config → PMU → recorder → triggers →
- * READY=1), manager_run() is the event loop.
+ * The Manager owns everything the daemon runs and wires the stages
+ * together: the event loop and every source on it, the PMU backend, the
+ * recorder, the side-band (ordered, daemon/sideband/order.h; kept,
+ * daemon/sideband/log.h) and the process model, the dump stage, the
+ * snapshot requests (daemon/manager/requests.h), the triggers and the
+ * control server. Shaped like systemd's small daemons: manager_new() builds
+ * nothing that can fail at run time, manager_start() brings it all up and
+ * sends READY=1 once everything is attached, manager_run() is the event
+ * loop, manager_free() answers every request still waiting, then frees the
+ * control server, the triggers and the rest.
+ *
+ * The sources of snapshot requests reach it through the SnapshotService of
+ * daemon/trigger/request.h, which it implements.
  */
 
 #include <systemd/sd-event.h>
@@ -15,48 +22,30 @@
 #include "common/basic/macro.h"
 #include "common/perf/pmu-backend.h"
 #include "daemon/manager/config.h"
-#include "common/basic/time-util.h"
+#include "daemon/trigger/request.h"
 
 typedef struct Manager Manager;
 
-/* What a trigger asked for and, once the bundle is written, the answer. */
-typedef struct SnapshotResult {
-        int error;              /* 0, or negative errno */
-        const char *error_name; /* "io.ptraced.RateLimited" style name for the protocol, or NULL */
-        const char *error_text; /* for humans */
-        const char *id;         /* bundle id */
-        const char *path;       /* bundle path */
-        uint64_t size;
-        bool coalesced;         /* this request joined a snapshot already under way */
-        uint64_t dump_cpu_ns;   /* CPU time the dump thread spent writing the bundle */
-} SnapshotResult;
+/* Block the signals the manager's event loop handles (SIGTERM, SIGINT,
+ * SIGUSR2) in the calling thread. Call it before any thread exists:
+ * threads inherit the mask, and one that left them unblocked would take
+ * them with their default action (the daemon killed) instead of the loop's
+ * signalfd. ptraced's run() does it first; a test that starts a manager
+ * does it before. manager_start() fails with -EBUSY when they are not. */
+void manager_block_signals(void);
 
-typedef void (*SnapshotDoneCallback)(Manager *m, const SnapshotResult *result, void *userdata);
-
-typedef struct TriggerRequest {
-        char *reason;   /* free text */
-        char *source;   /* "signal", "varlink", "fifo", "latency", ... */
-        bool has_requester;
-        uint32_t requester_pid, requester_uid;
-        char *requester_comm;
-        struct json_object *details; /* optional, owned */
-        nsec_t received_at;          /* CLOCK_MONOTONIC */
-        SnapshotDoneCallback done;   /* optional */
-        void *userdata;
-} TriggerRequest;
-
-TriggerRequest *trigger_request_new(const char *reason, const char *source);
-TriggerRequest *trigger_request_free(TriggerRequest *t);
-DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerRequest *, trigger_request_free);
-
-/* backend: owned by the manager from now on. */
+/* The config is copied (ptraced_config_copy()); backend is owned by the
+ * manager from now on, also when this fails. */
 int manager_new(const PtracedConfig *config, PmuBackend *backend, Manager **ret);
 Manager *manager_free(Manager *m);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
 
-int manager_start(Manager *m);
+/* Bring everything up and send READY=1. n_listen_fds: what sd_listen_fds()
+ * returned (0: bind [Control] Socket= ourselves). Logs what goes wrong. */
+int manager_start(Manager *m, int n_listen_fds);
 int manager_run(Manager *m);
 sd_event *manager_get_event(Manager *m);
+PmuBackend *manager_get_backend(Manager *m);
 
 /* Take a snapshot for this request (ownership passes). When one is being
  * frozen, the request joins it. Errors come back through the request's
@@ -65,20 +54,7 @@ void manager_trigger(Manager *m, TriggerRequest *req);
 
 /* For STATUS= and the control protocol. */
 const char *manager_status_text(Manager *m);
-
-typedef struct ManagerStats {
-        uint64_t snapshots, bundles_written, bundles_failed, triggers_coalesced, triggers_refused;
-        uint64_t sideband_records, sideband_lost, rescans;
-        uint64_t last_freeze_latency_ns, last_max_blackout_ns;
-        unsigned cpus_recording, cpus_total;
-        uint64_t aux_size;
-        uint64_t lookback_ns; /* achieved, estimated from the measured rates; 0 unknown */
-        uint64_t max_rate;    /* bytes/s of the busiest CPU, 0 unknown */
-        uint64_t procmap_bytes, procmap_processes; /* the process model, tombstones included */
-        uint64_t sideband_bytes;                   /* side-band kept for snapshots */
-} ManagerStats;
-
-void manager_get_stats(Manager *m, ManagerStats *ret);
+void manager_get_stats(Manager *m, SnapshotStats *ret);
 
 /* Called with every snapshot as soon as it is frozen and copied, before
  * it goes to the dump stage: for tests and the simulator's truth dumps
@@ -86,21 +62,10 @@ void manager_get_stats(Manager *m, ManagerStats *ret);
 struct RecorderSnapshot;
 typedef void (*ManagerSnapshotHook)(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata);
 void manager_set_snapshot_hook(Manager *m, ManagerSnapshotHook hook, void *userdata);
-PmuBackend *manager_get_backend(Manager *m);
 
-/* Trigger governance (NULL before manager_start()), and the newest refusal
- * or failure as "io.ptraced.Name: text" (NULL when none): for the control
- * protocol's replies and Status(). */
-struct TriggerGovernor;
-struct TriggerGovernor *manager_get_governor(Manager *m);
-
-/* The automatic triggers ([Trigger:NAME], heartbeat watchdogs; NULL before
- * manager_start()). */
+/* For tests: the automatic triggers and the control server (NULL before
+ * manager_start()), to read their statistics. */
 struct TriggerSet;
 struct TriggerSet *manager_get_triggers(Manager *m);
-/* A CLOCK_MONOTONIC time (as bpf_ktime_get_ns() gives) in perf time, the
- * clock of the bundle's trace and side-band; 0 when unknown. */
-uint64_t manager_mono_to_perf_time(Manager *m, nsec_t mono);
-/* Rebuild the status line (STATUS=) now, after a trigger changed state. */
-void manager_refresh_status(Manager *m);
-const char *manager_last_error(Manager *m);
+struct ControlServer;
+struct ControlServer *manager_get_control(Manager *m);

@@ -5,6 +5,7 @@
 #include <sys/eventfd.h>
 #include <sys/mman.h>
 #include <sys/resource.h>
+#include <x86intrin.h>
 
 #include "daemon/recorder/aux-copy.h"
 #include "common/basic/fileio.h"
@@ -101,17 +102,6 @@ struct Recorder {
         uint64_t lost;
 };
 
-static const char *const cpu_state_names[_RECORDER_CPU_STATE_MAX] = {
-        [RECORDER_CPU_OFFLINE] = "offline",
-        [RECORDER_CPU_RECORDING] = "recording",
-        [RECORDER_CPU_RETRY] = "busy",
-        [RECORDER_CPU_FAILED] = "failed",
-};
-
-const char *recorder_cpu_state_to_string(RecorderCpuState s) {
-        return s < _RECORDER_CPU_STATE_MAX ? cpu_state_names[s] : NULL;
-}
-
 /* ---- memory ---- */
 
 static void *alloc_prefaulted(size_t size) {
@@ -134,12 +124,21 @@ static void prefault_read(const uint8_t *p, size_t size, size_t page) {
         __asm__ volatile("" ::"r"(sum));
 }
 
+void recorder_snapshot_release_cpu(RecorderSnapshot *s, size_t i) {
+        SnapshotCpu *c = &s->cpus[i];
+
+        /* The copy was mapped by alloc_prefaulted(): its capacity, not its size. */
+        if (c->data)
+                (void) munmap(c->data, c->capacity);
+        c->data = NULL;
+        c->size = c->capacity = 0;
+}
+
 RecorderSnapshot *recorder_snapshot_free(RecorderSnapshot *s) {
         if (!s)
                 return NULL;
         for (size_t i = 0; i < s->n_cpus; i++)
-                if (s->cpus[i].data)
-                        munmap(s->cpus[i].data, s->cpus[i].capacity);
+                recorder_snapshot_release_cpu(s, i);
         free(s->cpus);
         return mfree(s);
 }
@@ -953,4 +952,17 @@ int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret) {
                 return 0;
         }
         return -ENODATA;
+}
+
+uint64_t recorder_mono_to_perf_time(Recorder *r, nsec_t mono) {
+        PerfTscConversion c;
+
+        /* The emulated PMU defines perf time as CLOCK_MONOTONIC. On real
+         * hardware, TSC through the kernel's conversion: now in perf time,
+         * less the time since mono. */
+        if (r->opts.backend->simulated)
+                return mono;
+        if (recorder_tsc_conversion(r, &c) < 0 || !c.cap_user_time_zero)
+                return 0;
+        return perf_tsc_to_time(&c, __rdtsc()) - (now_nsec(CLOCK_MONOTONIC) - mono);
 }

@@ -40,8 +40,6 @@ typedef enum RecorderCpuState {
         _RECORDER_CPU_STATE_MAX,
 } RecorderCpuState;
 
-const char *recorder_cpu_state_to_string(RecorderCpuState s);
-
 typedef struct RecorderOptions {
         PmuBackend *backend; /* not owned */
         const Pmu *pmu;      /* not owned */
@@ -76,6 +74,10 @@ typedef struct RecorderSnapshot {
         size_t n_cpus;
 } RecorderSnapshot;
 
+/* A snapshot is the recorder's memory until it is freed here: the dump
+ * stage reads it and gives each CPU's copy back as soon as it is written
+ * (recorder_snapshot_release_cpu()), the rest with the snapshot. */
+void recorder_snapshot_release_cpu(RecorderSnapshot *s, size_t i);
 RecorderSnapshot *recorder_snapshot_free(RecorderSnapshot *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(RecorderSnapshot *, recorder_snapshot_free);
 
@@ -88,7 +90,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
  * Returns the number of CPUs whose state changed. */
 int recorder_sync_cpus(Recorder *r, nsec_t now);
 
-/* Earliest time a RETRY CPU wants another attempt (NSEC_INFINITY: none). */
+/* For tests: earliest time a RETRY CPU wants another attempt (NSEC_INFINITY:
+ * none); the daemon retries from its housekeeping instead. */
 nsec_t recorder_next_retry(Recorder *r);
 #define NSEC_INFINITY ((nsec_t) UINT64_MAX)
 
@@ -144,4 +147,11 @@ int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret);
 size_t recorder_n_cpus(Recorder *r); /* slots, online or not */
 int recorder_cpu_info(Recorder *r, size_t i, RecorderCpuInfo *ret);
 unsigned recorder_n_recording(Recorder *r);
+/* For tests: the AUX size of the rings now (the manager keeps its own,
+ * daemon/manager/lookback.h). */
 uint64_t recorder_aux_size(Recorder *r);
+
+/* A CLOCK_MONOTONIC time in perf time, the clock of the trace and the
+ * side-band (on the emulated PMU they are the same); 0 when unknown (no CPU
+ * recording, or no TSC conversion). */
+uint64_t recorder_mono_to_perf_time(Recorder *r, nsec_t mono);

@@ -37,7 +37,6 @@ struct TriggerRing {
         struct ring_buffer *rb;
         TriggerRingHandler handler;
         void *userdata;
-        uint64_t malformed;
 };
 
 /* Leaf-first NUL-separated components to "/a/b/c". */
@@ -76,8 +75,8 @@ static int ring_sample(void *ctx, void *data, size_t size) {
         } else if (size == sizeof(struct trigger_crash_event)) {
                 memcpy(&c, data, sizeof(c));
                 r->handler(&c.base, exe_path(&c, exe, sizeof exe) >= 0 ? exe : NULL, r->userdata);
-        } else
-                r->malformed++;
+        }
+        /* Anything else is dropped. */
         return 0;
 }
 
@@ -118,10 +117,6 @@ int trigger_ring_epoll_fd(TriggerRing *r) {
 
 int trigger_ring_consume(TriggerRing *r) {
         return ring_buffer__consume(r->rb);
-}
-
-uint64_t trigger_ring_malformed(TriggerRing *r) {
-        return r->malformed;
 }
 
 /* ---- feature probes ---- */

@@ -37,8 +37,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerRing *, trigger_ring_free);
 int trigger_ring_epoll_fd(TriggerRing *r);
 /* Hand every waiting event to the handler; returns how many. */
 int trigger_ring_consume(TriggerRing *r);
-/* Records that were not a whole struct trigger_event. */
-uint64_t trigger_ring_malformed(TriggerRing *r);
 
 typedef struct TriggerBpf TriggerBpf;
 
@@ -56,7 +54,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerBpf *, trigger_bpf_free);
 
 /* No events before this bpf_ktime_get_ns() value (UINT64_MAX: none). */
 void trigger_bpf_set_quiet(TriggerBpf *b, uint64_t until_ns);
-/* The program's counters (reported, suppressed, dropped). */
+/* The program's counters (reported, suppressed, dropped), for trigger_set_info()
+ * (statistics the observability work will report in Status()). */
 void trigger_bpf_counters(TriggerBpf *b, struct trigger_shared *ret);
 void trigger_bpf_set_cgroup(TriggerBpf *b, uint64_t id, unsigned level);
 

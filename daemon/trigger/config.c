@@ -6,7 +6,6 @@
 #include <stdarg.h>
 
 #include "common/basic/parse-util.h"
-#include "daemon/manager/config.h"
 #include "daemon/trigger/config.h"
 #include "daemon/trigger/elf.h"
 #include "daemon/trigger/syscall-names.h"
@@ -234,10 +233,9 @@ static bool name_is_valid(const char *name) {
         return true;
 }
 
-static void *template_new(const char *name, const char *filename, unsigned line, void *userdata,
-                          char **ret_error) {
-        PtracedConfig *c = userdata;
-        TriggerConfig **tail = &c->trigger_list, *t;
+void *trigger_config_list_section(TriggerConfig **list, const char *name, const char *filename, unsigned line,
+                                  char **ret_error) {
+        TriggerConfig **tail = list, *t;
 
         if (!name_is_valid(name)) {
                 if (asprintf(ret_error,
@@ -269,18 +267,11 @@ static void *template_new(const char *name, const char *filename, unsigned line,
         return t;
 }
 
-static void template_invalidate(void *object, const char *error, void *userdata) {
-        TriggerConfig *t = object;
-
+void trigger_config_invalidate(TriggerConfig *t, const char *error) {
         /* The first error is the one to fix first. */
         if (!t->error)
                 t->error = strdup(error);
 }
-
-const ConfigSectionTemplate trigger_config_templates[] = {
-        { "Trigger:", template_new, template_invalidate },
-        {},
-};
 
 /* ---- parsers ---- */
 

@@ -120,8 +120,14 @@ struct TriggerConfig {
         uint64_t function_address; /* its st_value */
 };
 
-/* The template for ptraced.conf's parser; userdata is the PtracedConfig. */
-extern const ConfigSectionTemplate trigger_config_templates[];
+/* The [Trigger:NAME] section of a config parser's template (see
+ * ptraced_config_templates): the trigger of that name in *list, added at
+ * its end when new (a repeated name, in a drop-in, adds to the same one).
+ * NULL with *ret_error for a bad name, NULL alone without memory. */
+void *trigger_config_list_section(TriggerConfig **list, const char *name, const char *filename, unsigned line,
+                                  char **ret_error);
+/* An error in the trigger's section: it stays in the list, not running. */
+void trigger_config_invalidate(TriggerConfig *t, const char *error);
 
 int trigger_config_parse_type(const ConfigParserContext *ctx, const char *rvalue, void *field,
                               char **ret_valid);

@@ -7,7 +7,6 @@
 #include "common/basic/log.h"
 #include "common/control/protocol.h"
 #include "daemon/trigger/control.h"
-#include "daemon/trigger/set.h"
 
 static int error_reply(const char **ret_error_name, struct json_object **ret_error, const char *name,
                        const char *parameter, const char *fmt, ...) _printf_(5, 6);
@@ -50,21 +49,18 @@ static const char *get_string(struct json_object *parameters, const char *key) {
         return json_object_get_string(v);
 }
 
-int trigger_control_call(Manager *m, const char *method, const struct ucred *peer,
+int trigger_control_call(TriggerWatchdogs *w, const char *method, const struct ucred *peer,
                          struct json_object *parameters, struct json_object **ret,
                          const char **ret_error_name, struct json_object **ret_error) {
-        TriggerSet *set = manager_get_triggers(m);
         const char *name = get_string(parameters, "name");
-        TriggerWatchdogs *w;
         int r;
 
         if (!streq(method, PTRACED_METHOD_WATCHDOG) && !streq(method, PTRACED_METHOD_WATCHDOG_PING) &&
             !streq(method, PTRACED_METHOD_WATCHDOG_REMOVE))
                 return -EOPNOTSUPP;
-        if (!set)
+        if (!w)
                 return error_reply(ret_error_name, ret_error, PTRACED_ERROR_FAILED, NULL,
                                    "the daemon is still starting; try again");
-        w = trigger_set_watchdogs(set);
         if (!name)
                 return error_reply(ret_error_name, ret_error, PTRACED_ERROR_INVALID_PARAMETER, "name",
                                    "name is required");

@@ -13,13 +13,13 @@
 #include <json-c/json.h>
 #include <sys/socket.h>
 
-#include "daemon/manager/manager.h"
+#include "daemon/trigger/watchdog.h"
 
 /* Answer one call: 0 with *ret (the reply's parameters) or with
  * *ret_error_name and *ret_error (its parameters); -EOPNOTSUPP when method
  * is not one of these, other negative errno when the answer could not be
- * built. peer: the caller, recorded as the requester of the snapshot a
- * missed deadline takes. */
-int trigger_control_call(Manager *m, const char *method, const struct ucred *peer,
+ * built. w: the registry (NULL while the daemon starts). peer: the caller,
+ * recorded as the requester of the snapshot a missed deadline takes. */
+int trigger_control_call(TriggerWatchdogs *w, const char *method, const struct ucred *peer,
                          struct json_object *parameters, struct json_object **ret,
                          const char **ret_error_name, struct json_object **ret_error);

@@ -10,7 +10,7 @@
  *
  * Times are bpf_ktime_get_ns(), i.e. CLOCK_MONOTONIC in nanoseconds (the
  * kernel's ktime_get_mono_fast_ns()); the daemon converts them to perf time
- * for the bundle (manager_mono_to_perf_time()).
+ * for the bundle (SnapshotService.mono_to_perf_time(), daemon/trigger/request.h).
  */
 
 #ifndef __VMLINUX_H__

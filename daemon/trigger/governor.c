@@ -37,18 +37,6 @@ struct TriggerGovernor {
         uint64_t refused[_TRIGGER_REFUSAL_MAX];
 };
 
-static const char *const refusal_names[_TRIGGER_REFUSAL_MAX] = {
-        [TRIGGER_ACCEPTED] = "accepted",
-        [TRIGGER_REFUSED_WARMUP] = "warm-up",
-        [TRIGGER_REFUSED_DUPLICATE] = "duplicate",
-        [TRIGGER_REFUSED_SOURCE_RATE] = "source-rate-limit",
-        [TRIGGER_REFUSED_GLOBAL_RATE] = "rate-limit",
-};
-
-const char *trigger_refusal_to_string(TriggerRefusal r) {
-        return r >= 0 && r < _TRIGGER_REFUSAL_MAX ? refusal_names[r] : NULL;
-}
-
 /* ---- windows ---- */
 
 static int window_init(Window *w, unsigned burst) {

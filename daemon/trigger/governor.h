@@ -101,8 +101,9 @@ int trigger_governor_check(TriggerGovernor *g, const char *source, const char *r
 /* A snapshot for (source, reason) was taken at `now`. */
 int trigger_governor_commit(TriggerGovernor *g, const char *source, const char *reason, usec_t now);
 
-/* The verdict of the newest refused check (refusal TRIGGER_ACCEPTED when
- * none), for replies that carry retry_after. */
+/* For tests: the verdict of the newest refused check (refusal
+ * TRIGGER_ACCEPTED when none). Replies take retry_after from the verdict
+ * that refused them (SnapshotResult.retry_after). */
 const TriggerVerdict *trigger_governor_last_refusal(TriggerGovernor *g);
 
 typedef struct TriggerGovernorState {
@@ -115,4 +116,3 @@ typedef struct TriggerGovernorState {
 
 void trigger_governor_get_state(TriggerGovernor *g, usec_t now, TriggerGovernorState *ret);
 
-const char *trigger_refusal_to_string(TriggerRefusal r);

@@ -12,6 +12,8 @@
 #include "common/basic/parse-util.h"
 #include "daemon/trigger/bpf.h"
 #include "daemon/trigger/crash.h"
+#include "daemon/trigger/details.h"
+#include "daemon/trigger/pace.h"
 #include "daemon/trigger/set.h"
 #include "daemon/trigger/unit.h"
 
@@ -22,11 +24,6 @@
 #define OFFCPU_SCAN_MIN_USEC (10 * USEC_PER_MSEC)
 #define OFFCPU_SCAN_MAX_USEC USEC_PER_SEC
 #define OFFCPU_REPORTED_MAX 256
-
-typedef struct Cost {
-        usec_t at;
-        uint64_t cpu_ns;
-} Cost;
 
 /* An off-CPU interval already reported while it lasted. */
 typedef struct Reported {
@@ -43,18 +40,7 @@ typedef struct Trigger {
         bool running;
         char *error;
 
-        /* MinIntervalSec= and MaxPerHour=: a ring of this hour's firings. */
-        usec_t last_fired;
-        usec_t *hour;
-        size_t hour_len, hour_head;
-        bool hour_full_logged;
-
-        /* MaxDumpCPUPercent=. */
-        Cost *costs;
-        size_t n_costs;
-        bool suspended;
-        usec_t suspended_until, last_suspended_at;
-        unsigned suspensions;
+        TriggerPace pace; /* MinIntervalSec=, MaxPerHour=, MaxDumpCPUPercent= */
         sd_event_source *resume;
 
         bool cgroup_known;
@@ -64,8 +50,7 @@ typedef struct Trigger {
         Reported reported[OFFCPU_REPORTED_MAX];
         size_t n_reported;
 
-        unsigned in_flight; /* requests sent, not answered yet */
-        uint64_t fired, snapshots, refused, throttled;
+        uint64_t snapshots, refused;
         uint64_t last_event_to_handler_ns;
 } Trigger;
 
@@ -88,7 +73,7 @@ struct Ticket {
 };
 
 struct TriggerSet {
-        Manager *manager;
+        SnapshotService service;
         sd_event *event;
         Trigger *triggers;
         size_t n;
@@ -144,48 +129,7 @@ static void ticket_unref(Ticket *k) {
         free(k);
 }
 
-/* ---- governance ---- */
-
-static void hour_prune(Trigger *t, usec_t now) {
-        size_t cap = t->config->max_per_hour;
-
-        while (t->hour_len > 0 && t->hour[t->hour_head] + USEC_PER_HOUR <= now) {
-                t->hour_head = (t->hour_head + 1) % cap;
-                t->hour_len--;
-                t->hour_full_logged = false;
-        }
-}
-
-static void hour_push(Trigger *t, usec_t now) {
-        size_t cap = t->config->max_per_hour;
-
-        if (cap == 0 || !t->hour)
-                return;
-        if (t->hour_len == cap) {
-                t->hour_head = (t->hour_head + 1) % cap;
-                t->hour_len--;
-        }
-        t->hour[(t->hour_head + t->hour_len) % cap] = now;
-        t->hour_len++;
-}
-
-/* When the trigger may fire next (CLOCK_MONOTONIC); USEC_INFINITY while
- * suspended. */
-static usec_t next_allowed(Trigger *t) {
-        usec_t next = 0;
-
-        if (t->suspended)
-                return USEC_INFINITY;
-        if (t->last_fired > 0 && t->config->min_interval > 0)
-                next = t->last_fired + t->config->min_interval;
-        if (t->config->max_per_hour > 0 && t->hour_len >= t->config->max_per_hour)
-                next = MAX(next, t->hour[t->hour_head] + USEC_PER_HOUR);
-        return next;
-}
-
-static bool backlogged(Trigger *t) {
-        return t->config->max_dump_cpu > 0 && t->in_flight >= TRIGGER_GUARD_IN_FLIGHT_MAX;
-}
+/* ---- governance: daemon/trigger/pace.c ---- */
 
 /* Tell the BPF program, so a trigger that may not fire costs no events. */
 static void update_kernel_quiet(Trigger *t) {
@@ -193,89 +137,53 @@ static void update_kernel_quiet(Trigger *t) {
 
         if (!t->bpf)
                 return;
-        next = backlogged(t) ? USEC_INFINITY : next_allowed(t);
+        next = trigger_pace_quiet_until(&t->pace);
         trigger_bpf_set_quiet(t->bpf, next == USEC_INFINITY ? UINT64_MAX : next * NSEC_PER_USEC);
 }
 
-static bool admit(Trigger *t, usec_t now) {
-        hour_prune(t, now);
-        /* The guard learns a bundle's cost only when it is written: while
-         * the dump stage is behind, a trigger with a guard waits for it. */
-        if (now < next_allowed(t) || backlogged(t)) {
-                t->throttled++;
-                return false;
-        }
-        return true;
-}
-
 static void note_fired(Trigger *t, usec_t now) {
-        t->fired++;
-        t->last_fired = now;
-        hour_push(t, now);
-        if (t->config->max_per_hour > 0 && t->hour_len >= t->config->max_per_hour && !t->hour_full_logged) {
+        usec_t next;
+
+        if (trigger_pace_fired(&t->pace, now, &next)) {
                 char span[FORMAT_TIMESPAN_MAX];
                 log_notice("[Trigger:%s] took MaxPerHour=%" PRIu32
-                           " snapshots within the hour; the next one "
-                           "can come in %s.",
-                           t->config->name, t->config->max_per_hour,
-                           format_timespan(span, sizeof span, t->hour[t->hour_head] + USEC_PER_HOUR - now));
-                t->hour_full_logged = true;
+                           " snapshots within the hour; the next one can come in %s.",
+                           t->config->name, t->config->max_per_hour, format_timespan(span, sizeof span, next - now));
         }
         update_kernel_quiet(t);
 }
 
 static void status_update(TriggerSet *s);
 
-static uint64_t guard_cost(Trigger *t, usec_t now) {
-        uint64_t sum = 0;
-        size_t keep = 0;
-
-        for (size_t i = 0; i < t->n_costs; i++)
-                if (t->costs[i].at + TRIGGER_GUARD_WINDOW_USEC > now) {
-                        t->costs[keep++] = t->costs[i];
-                        sum += t->costs[i].cpu_ns;
-                }
-        t->n_costs = keep;
-        return sum;
+static void service_state_changed(TriggerSet *s) {
+        if (s->service.ops->state_changed)
+                s->service.ops->state_changed(s->service.userdata);
 }
 
 static int on_resume(sd_event_source *src, uint64_t usec, void *userdata) {
         Trigger *t = userdata;
 
-        t->suspended = false;
-        t->n_costs = 0; /* a new window */
+        trigger_pace_resume(&t->pace);
         update_kernel_quiet(t);
         log_notice("[Trigger:%s] resumed after its suspension by MaxDumpCPUPercent=.", t->config->name);
         status_update(t->set);
-        manager_refresh_status(t->set->manager);
+        service_state_changed(t->set);
         return 0;
 }
 
-static void suspend(Trigger *t, usec_t now, uint64_t cost_ns) {
+static void suspended(Trigger *t, usec_t now, uint64_t cost_ns) {
         char span[FORMAT_TIMESPAN_MAX], window[FORMAT_TIMESPAN_MAX], f_trigger[128], f_until[64], f_cost[64];
-        unsigned n = t->last_suspended_at > 0 && now - t->last_suspended_at < USEC_PER_HOUR
-                             ? t->suspensions + 1
-                             : 1;
-        usec_t d = TRIGGER_GUARD_WINDOW_USEC;
+        usec_t d = t->pace.suspended_until - now;
         uint32_t max = t->config->max_dump_cpu;
         int k;
 
-        /* Each suspension soon after the last one lasts twice as long. */
-        for (unsigned i = 1; i < n && d < TRIGGER_SUSPEND_MAX_USEC; i++)
-                d *= 2;
-        d = MIN(d, (usec_t) TRIGGER_SUSPEND_MAX_USEC);
-        t->suspensions = n;
-        t->last_suspended_at = now;
-        t->suspended = true;
-        t->suspended_until = now + d;
         update_kernel_quiet(t);
-
         if (t->resume) {
-                k = sd_event_source_set_time(t->resume, t->suspended_until);
+                k = sd_event_source_set_time(t->resume, t->pace.suspended_until);
                 if (k >= 0)
                         k = sd_event_source_set_enabled(t->resume, SD_EVENT_ONESHOT);
         } else
-                k = sd_event_add_time(t->set->event, &t->resume, CLOCK_MONOTONIC, t->suspended_until,
+                k = sd_event_add_time(t->set->event, &t->resume, CLOCK_MONOTONIC, t->pace.suspended_until,
                                       USEC_PER_SEC, on_resume, t);
         if (k < 0)
                 log_warning_errno(k, "Cannot schedule resuming [Trigger:%s]; it stays suspended: %m",
@@ -286,35 +194,25 @@ static void suspend(Trigger *t, usec_t now, uint64_t cost_ns) {
         snprintf(f_until, sizeof f_until, "SUSPENDED_USEC=%" PRIu64, (uint64_t) d);
         snprintf(f_cost, sizeof f_cost, "DUMP_CPU_PERCENT=%.2f", percent);
         log_struct(LOG_WARNING, 0, FIELDS("MESSAGE_ID=" MSGID_TRIGGER_SUSPENDED, f_trigger, f_until, f_cost),
-                   "[Trigger:%s] suspended for %s: writing its bundles took %.2f%% of a CPU over the last "
-                   "%s, more "
+                   "[Trigger:%s] suspended for %s: writing its bundles took %.2f%% of a CPU over the last %s, more "
                    "than MaxDumpCPUPercent=%" PRIu32 ".%02" PRIu32
-                   "%%. Raise MinIntervalSec= or Threshold= if it "
-                   "fires too often.",
+                   "%%. Raise MinIntervalSec= or Threshold= if it fires too often.",
                    t->config->name, format_timespan(span, sizeof span, d), percent,
                    format_timespan(window, sizeof window, TRIGGER_GUARD_WINDOW_USEC), max / 100, max % 100);
         status_update(t->set);
-        manager_refresh_status(t->set->manager);
+        service_state_changed(t->set);
 }
 
 static void guard_account(Trigger *t, uint64_t cpu_ns) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
-        uint64_t sum;
-        Cost *a;
+        uint64_t cost;
+        int k;
 
-        if (t->config->max_dump_cpu == 0 || t->suspended)
-                return;
-        sum = guard_cost(t, now);
-        a = realloc(t->costs, sizeof(Cost) * (t->n_costs + 1));
-        if (!a) {
+        k = trigger_pace_account(&t->pace, cpu_ns, now, &cost);
+        if (k < 0)
                 log_oom();
-                return;
-        }
-        t->costs = a;
-        t->costs[t->n_costs++] = (Cost){ now, cpu_ns };
-        sum += cpu_ns;
-        if (sum * 10000 > (uint64_t) t->config->max_dump_cpu * TRIGGER_GUARD_WINDOW_USEC * NSEC_PER_USEC)
-                suspend(t, now, sum);
+        else if (k > 0)
+                suspended(t, now, cost);
 }
 
 /* ---- answers ---- */
@@ -373,12 +271,12 @@ static void ticket_complete(Ticket *k) {
                 log_crash(t, k);
 }
 
-static void on_snapshot_done(Manager *m, const SnapshotResult *r, void *userdata) {
+static void on_snapshot_done(const SnapshotResult *r, void *userdata) {
         Ticket *k = userdata;
 
         if (k->set && k->trigger < k->set->n) {
                 Trigger *t = &k->set->triggers[k->trigger];
-                t->in_flight--;
+                t->pace.in_flight--;
                 update_kernel_quiet(t);
         }
         k->answered = true;
@@ -391,147 +289,6 @@ static void on_snapshot_done(Manager *m, const SnapshotResult *r, void *userdata
         if (k->filled)
                 ticket_complete(k);
         ticket_unref(k);
-}
-
-/* ---- details ---- */
-
-static const char *task_state_name(uint64_t state) {
-        if ((state & 0x0402) == 0x0402)
-                return "I"; /* TASK_IDLE */
-        if (state & 0x0002)
-                return "D";
-        if (state & 0x0001)
-                return "S";
-        if (state & 0x0004)
-                return "T";
-        if (state & 0x0008)
-                return "t";
-        return "?";
-}
-
-static void comm_copy(char dst[static TRIGGER_COMM_LEN + 1], const char src[TRIGGER_COMM_LEN]) {
-        memcpy(dst, src, TRIGGER_COMM_LEN);
-        dst[TRIGGER_COMM_LEN] = 0;
-}
-
-static int fill_event_details(Trigger *t, const struct trigger_event *e, struct json_object *d, Ticket *k) {
-        const TriggerConfig *c = t->config;
-        Manager *m = t->set->manager;
-        char comm[TRIGGER_COMM_LEN + 1], range[96];
-        uint64_t start = 0, end = 0;
-        int r = 0;
-
-        comm_copy(comm, e->comm);
-        r = json_add_string(d, "trigger", c->name);
-        if (r >= 0)
-                r = json_add_string(d, "type", trigger_type_names[c->type]);
-        if (r >= 0)
-                r = json_add_uint64(d, "pid", e->pid);
-        if (r >= 0)
-                r = json_add_uint64(d, "tid", e->tid);
-        if (r >= 0)
-                r = json_add_string(d, "comm", comm);
-        if (r >= 0)
-                r = json_add_uint64(d, "uid", e->uid);
-        if (r >= 0 && e->kind != TRIGGER_EVENT_BLOCKED)
-                r = json_add_uint64(d, "cpu", e->cpu);
-        if (r < 0)
-                return r;
-        if (e->cgroup_id != 0) {
-                _cleanup_free_ char *cg = NULL;
-                /* Resolved from the id: works after the task is gone too. */
-                if (trigger_cgroup_path(e->cgroup_id, &cg) >= 0) {
-                        r = json_add_string(d, "cgroup", cg);
-                        if (r < 0)
-                                return r;
-                        if (k && k->crash && !k->c.cgroup)
-                                k->c.cgroup = TAKE_PTR(cg);
-                }
-        }
-
-        /* The interval in perf time, for `ptctl decode --time=A,B`. */
-        start = manager_mono_to_perf_time(m, e->start_ns);
-        end = manager_mono_to_perf_time(m, e->end_ns);
-        if (start > 0 && end >= start) {
-                r = json_add_uint64(d, "start_time_ns", start);
-                if (r >= 0)
-                        r = json_add_uint64(d, "end_time_ns", end);
-                snprintf(range, sizeof range, "%" PRIu64 ".%09" PRIu64 ",%" PRIu64 ".%09" PRIu64,
-                         start / NSEC_PER_SEC, start % NSEC_PER_SEC, end / NSEC_PER_SEC, end % NSEC_PER_SEC);
-                if (r >= 0)
-                        r = json_add_string(d, "decode_time", range);
-                if (r < 0)
-                        return r;
-        }
-
-        if (e->kind == TRIGGER_EVENT_LATENCY || e->kind == TRIGGER_EVENT_BLOCKED) {
-                ManagerStats st;
-
-                r = json_add_uint64(d, "latency_ns", e->end_ns - e->start_ns);
-                if (r >= 0)
-                        r = json_add_uint64(d, "threshold_ns", c->threshold * NSEC_PER_USEC);
-                manager_get_stats(m, &st);
-                /* Whether the trace can reach back to the start: an estimate
-                 * from the measured rate of the busiest CPU. */
-                if (r >= 0 && st.lookback_ns > 0)
-                        r = json_add_bool(d, "interval_in_lookback", e->end_ns - e->start_ns <= st.lookback_ns);
-                if (r < 0)
-                        return r;
-        }
-
-        switch (c->type) {
-        case TRIGGER_TYPE_SCHED_LATENCY: {
-                char other[TRIGGER_COMM_LEN + 1], waker[TRIGGER_COMM_LEN + 1];
-                comm_copy(other, e->other_comm);
-                comm_copy(waker, e->waker_comm);
-                r = json_add_bool(d, "preempted", e->flags & TRIGGER_EVENT_PREEMPTED);
-                if (r >= 0)
-                        r = json_add_uint64(d, "running_pid", e->other_pid);
-                if (r >= 0)
-                        r = json_add_uint64(d, "running_tid", e->other_tid);
-                if (r >= 0)
-                        r = json_add_string(d, "running_comm", other);
-                if (r >= 0 && !(e->flags & TRIGGER_EVENT_PREEMPTED)) {
-                        r = json_add_uint64(d, "waker_pid", e->waker_pid);
-                        if (r >= 0)
-                                r = json_add_uint64(d, "waker_tid", e->waker_tid);
-                        if (r >= 0)
-                                r = json_add_string(d, "waker_comm", waker);
-                }
-                break;
-        }
-        case TRIGGER_TYPE_SYSCALL_LATENCY: {
-                const char *name = trigger_syscall_to_name((long) e->value);
-                r = json_add_string(d, "syscall", name ?: "unknown");
-                if (r >= 0)
-                        r = json_add_i64(d, "syscall_nr", e->value);
-                if (r >= 0)
-                        r = json_add_i64(d, "return", e->value2);
-                break;
-        }
-        case TRIGGER_TYPE_FUNCTION_LATENCY:
-        case TRIGGER_TYPE_FUNCTION_HIT: {
-                char a[32];
-                snprintf(a, sizeof a, "0x%" PRIx64, c->function_address);
-                r = json_add_string(d, "binary", c->binary);
-                if (r >= 0)
-                        r = json_add_string(d, "function", c->function);
-                if (r >= 0)
-                        r = json_add_string(d, "function_address", a);
-                break;
-        }
-        case TRIGGER_TYPE_OFFCPU:
-                r = json_add_string(d, "state", task_state_name((uint64_t) e->value));
-                if (r >= 0)
-                        r = json_add_bool(d, "still_blocked", e->kind == TRIGGER_EVENT_BLOCKED);
-                break;
-        case TRIGGER_TYPE_CRASH:
-                r = trigger_crash_add_details(&k->c, d);
-                break;
-        default:
-                break;
-        }
-        return r;
 }
 
 /* ---- firing ---- */
@@ -549,12 +306,12 @@ static Ticket *send_request(TriggerSet *s, size_t trigger, TriggerRequest *req, 
         k->refs = 2;
         k->filled = filled;
         if (trigger < s->n) {
-                s->triggers[trigger].in_flight++;
+                s->triggers[trigger].pace.in_flight++;
                 update_kernel_quiet(&s->triggers[trigger]);
         }
         req->done = on_snapshot_done;
         req->userdata = k;
-        manager_trigger(s->manager, req);
+        s->service.ops->trigger(s->service.userdata, req);
         return k;
 }
 
@@ -568,7 +325,7 @@ static void fire_event(Trigger *t, const struct trigger_event *e, const char *ex
         Ticket *k;
         int r;
 
-        if (!admit(t, now_ns / NSEC_PER_USEC))
+        if (!trigger_pace_admit(&t->pace, now_ns / NSEC_PER_USEC))
                 return;
 
         switch (t->config->type) {
@@ -616,7 +373,7 @@ static void fire_event(Trigger *t, const struct trigger_event *e, const char *ex
                 k->c = crash;
                 crash = (TriggerCrash){};
         }
-        r = fill_event_details(t, e, details, k);
+        r = trigger_event_details(t->config, e, &t->set->service, details, k->crash ? &k->c : NULL);
         if (r < 0)
                 log_warning_errno(r, "[Trigger:%s] Cannot describe the event in the bundle, ignoring: %m",
                                   t->config->name);
@@ -689,7 +446,7 @@ static int scan_one(uint32_t tid, const struct trigger_offcpu_start *st, void *u
                 r->seen = true;
                 return 0;
         }
-        if (t->n_reported >= OFFCPU_REPORTED_MAX || now_usec(CLOCK_MONOTONIC) < next_allowed(t))
+        if (t->n_reported >= OFFCPU_REPORTED_MAX || now_usec(CLOCK_MONOTONIC) < trigger_pace_next_allowed(&t->pace))
                 return 0;
 
         struct trigger_event e = {
@@ -753,7 +510,7 @@ static void on_unit_fired(size_t spec, const TriggerUnitEvent *e, void *userdata
 
         log_notice("[Trigger:%s] unit %s %s (Result=%s, ActiveState=%s)", t->config->name, e->unit,
                    watchdog ? "missed its watchdog" : "failed", strna(e->result), strna(e->active_state));
-        if (!admit(t, now))
+        if (!trigger_pace_admit(&t->pace, now))
                 return;
         char source[96];
         snprintf(reason, sizeof reason, "%s:%s", watchdog ? "unit-watchdog" : "unit-failed", e->unit);
@@ -825,7 +582,7 @@ static void on_watchdog_fired(const TriggerWatchdogInfo *w, usec_t now, void *us
         if (r >= 0)
                 r = json_add_uint64(d, "pings", w->pings);
         if (r >= 0) {
-                uint64_t since = manager_mono_to_perf_time(s->manager, w->last_ping * NSEC_PER_USEC);
+                uint64_t since = s->service.ops->mono_to_perf_time(s->service.userdata, w->last_ping * NSEC_PER_USEC);
                 if (since > 0)
                         r = json_add_uint64(d, "last_ping_time_ns", since);
         }
@@ -895,35 +652,6 @@ static int on_libbpf_print(enum libbpf_print_level level, const char *fmt, va_li
         return 0;
 }
 
-static void describe(const TriggerConfig *c, char *buf, size_t size) {
-        char th[FORMAT_TIMESPAN_MAX];
-
-        format_timespan(th, sizeof th, c->threshold);
-        switch (c->type) {
-        case TRIGGER_TYPE_SCHED_LATENCY:
-                snprintf(buf, size, "run queue latency above %s", th);
-                break;
-        case TRIGGER_TYPE_SYSCALL_LATENCY:
-                snprintf(buf, size, "system calls (%zu kinds) slower than %s", strv_length(c->syscalls), th);
-                break;
-        case TRIGGER_TYPE_FUNCTION_LATENCY:
-                snprintf(buf, size, "calls of %s in %s slower than %s", c->function, c->binary, th);
-                break;
-        case TRIGGER_TYPE_FUNCTION_HIT:
-                snprintf(buf, size, "every call of %s in %s", c->function, c->binary);
-                break;
-        case TRIGGER_TYPE_OFFCPU:
-                snprintf(buf, size, "threads blocked (%s) longer than %s",
-                         trigger_offcpu_state_names[c->offcpu_state], th);
-                break;
-        case TRIGGER_TYPE_CRASH:
-                snprintf(buf, size, "fatal signals (mask 0x%" PRIx64 ")", c->signal_mask);
-                break;
-        default:
-                snprintf(buf, size, "%s", trigger_type_names[c->type]);
-        }
-}
-
 static int start_bpf(TriggerSet *s, Trigger *t) {
         const TriggerConfig *c = t->config;
         _cleanup_free_ char *error = NULL;
@@ -986,20 +714,20 @@ static int start_bpf(TriggerSet *s, Trigger *t) {
                                     c->name);
         }
         t->running = true;
-        describe(c, what, sizeof what);
+        trigger_config_describe(c, what, sizeof what);
         log_info("[Trigger:%s] armed: %s.", c->name, what);
         return 0;
 }
 
-int trigger_set_new(Manager *m, const TriggerConfig *list, TriggerSet **ret) {
+int trigger_set_new(sd_event *event, const TriggerConfig *list, const SnapshotService *service, TriggerSet **ret) {
         _cleanup_(trigger_set_freep) TriggerSet *s = calloc(1, sizeof(TriggerSet));
         size_t n = 0, n_units = 0;
         int k;
 
         if (!s)
                 return log_oom();
-        s->manager = m;
-        s->event = sd_event_ref(manager_get_event(m));
+        s->service = *service;
+        s->event = sd_event_ref(event);
         libbpf_set_print(on_libbpf_print);
 
         for (const TriggerConfig *c = list; c; c = c->next) {
@@ -1018,17 +746,14 @@ int trigger_set_new(Manager *m, const TriggerConfig *list, TriggerSet **ret) {
 
                 *t = (Trigger){ .set = s, .index = s->n, .config = c };
                 s->n++;
+                if (trigger_pace_init(&t->pace, c) < 0)
+                        return log_oom();
                 if (c->error) {
                         /* Already reported with the configuration's warnings. */
                         t->error = strdup(c->error);
                         if (!t->error)
                                 return log_oom();
                         continue;
-                }
-                if (c->max_per_hour > 0) {
-                        t->hour = calloc(c->max_per_hour, sizeof(usec_t));
-                        if (!t->hour)
-                                return log_oom();
                 }
                 if (c->type == TRIGGER_TYPE_UNIT) {
                         s->unit_specs[s->n_unit_specs] =
@@ -1082,8 +807,7 @@ TriggerSet *trigger_set_free(TriggerSet *s) {
                 sd_event_source_disable_unref(t->scan);
                 sd_event_source_disable_unref(t->resume);
                 trigger_bpf_free(t->bpf);
-                free(t->hour);
-                free(t->costs);
+                trigger_pace_done(&t->pace);
                 free(t->error);
         }
         trigger_ring_free(s->ring);
@@ -1114,7 +838,7 @@ static void status_update(TriggerSet *s) {
                 snprintf(s->status + l, sizeof s->status - l, " (%zu not running)", s->n - running);
         }
         for (size_t i = 0; i < s->n; i++) {
-                if (!s->triggers[i].suspended)
+                if (!s->triggers[i].pace.suspended)
                         continue;
                 l = strlen(s->status);
                 snprintf(s->status + l, sizeof s->status - l, "%s%s", any_suspended ? " " : ", suspended: ",
@@ -1147,13 +871,13 @@ int trigger_set_info(TriggerSet *s, size_t i, TriggerInfo *ret) {
                 .type = t->config->type,
                 .running = t->running,
                 .error = t->error,
-                .suspended = t->suspended,
-                .suspended_until = t->suspended ? t->suspended_until : 0,
-                .fired = t->fired,
+                .suspended = t->pace.suspended,
+                .suspended_until = t->pace.suspended ? t->pace.suspended_until : 0,
+                .fired = t->pace.fired,
                 .snapshots = t->snapshots,
                 .refused = t->refused,
-                .throttled = t->throttled,
-                .guard_cpu_ns = guard_cost(t, now_usec(CLOCK_MONOTONIC)),
+                .throttled = t->pace.throttled,
+                .guard_cpu_ns = trigger_pace_guard_cost(&t->pace, now_usec(CLOCK_MONOTONIC)),
                 .last_event_to_handler_ns = t->last_event_to_handler_ns,
         };
         if (t->bpf) {

@@ -6,9 +6,10 @@
  * ptraced.conf (BPF latency, function, off-CPU and crash triggers, systemd
  * unit failures) and the heartbeat watchdogs clients register over the
  * control socket. Owned by the Manager (manager_start() makes it,
- * manager_free() frees it), on the manager's event loop.
+ * manager_free() frees it), on the manager's event loop; it reaches the
+ * manager only through the SnapshotService of daemon/trigger/request.h.
  *
- * Every trigger ends in manager_trigger(), so [Triggers] rate limits,
+ * Every trigger ends in SnapshotService.trigger(), so [Triggers] rate limits,
  * warm-up, duplicate suppression and coalescing apply to all of them. The
  * request's reason is "TYPE:NAME" (the same every time, for duplicate
  * suppression) and its source "KIND:NAME" (latency:, function:, crash:,
@@ -39,28 +40,26 @@
  * Times: BPF reports bpf_ktime_get_ns() (CLOCK_MONOTONIC). It becomes the
  * request's received_at, so the manager's freeze latency is measured from
  * the kernel event, and is converted to perf time for the bundle's trigger
- * details with manager_mono_to_perf_time() (on the emulated PMU perf time
+ * details with SnapshotService.mono_to_perf_time() (on the emulated PMU perf time
  * is CLOCK_MONOTONIC itself; on Intel PT hardware it is the kernel's perf
  * clock, converted through the TSC). details.decode_time is the slow
  * interval as `ptctl decode --time=` takes it.
  */
 
-#include "daemon/manager/manager.h"
+#include <systemd/sd-event.h>
+
 #include "daemon/trigger/config.h"
+#include "daemon/trigger/pace.h"
+#include "daemon/trigger/request.h"
 #include "daemon/trigger/watchdog.h"
 
-#define TRIGGER_GUARD_WINDOW_USEC (60 * USEC_PER_SEC)
-/* With a guard, a trigger fires no more while this many of its snapshots
- * wait for their bundles (their cost is not known before). */
-#define TRIGGER_GUARD_IN_FLIGHT_MAX 2
-#define TRIGGER_SUSPEND_MAX_USEC USEC_PER_HOUR
 
 typedef struct TriggerSet TriggerSet;
 
 /* Start every valid trigger of the list (NULL: none) and the watchdog
  * registry. A trigger this kernel cannot run is logged and left out; only
  * running out of memory or the event loop failing is an error. */
-int trigger_set_new(Manager *m, const TriggerConfig *list, TriggerSet **ret);
+int trigger_set_new(sd_event *event, const TriggerConfig *list, const SnapshotService *service, TriggerSet **ret);
 TriggerSet *trigger_set_free(TriggerSet *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerSet *, trigger_set_free);
 
@@ -71,6 +70,8 @@ const char *trigger_set_status(TriggerSet *s);
 /* The heartbeat watchdogs (for the control socket's Watchdog methods). */
 TriggerWatchdogs *trigger_set_watchdogs(TriggerSet *s);
 
+/* Statistics per trigger, for the observability that will report them in
+ * Status(); today the system tests read them. */
 typedef struct TriggerInfo {
         const char *name;
         int type;          /* TriggerType */

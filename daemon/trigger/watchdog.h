@@ -23,11 +23,13 @@
 
 #include "common/basic/macro.h"
 #include "common/basic/time-util.h"
+#include "common/control/names.h"
 
 #define TRIGGER_WATCHDOGS_MAX 256
-#define TRIGGER_WATCHDOG_NAME_MAX 64
-#define TRIGGER_WATCHDOG_TIMEOUT_MIN (10 * USEC_PER_MSEC)
-#define TRIGGER_WATCHDOG_TIMEOUT_MAX (24 * USEC_PER_HOUR)
+/* The protocol's bounds (the client library checks them too). */
+#define TRIGGER_WATCHDOG_NAME_MAX PTRACED_WATCHDOG_NAME_MAX
+#define TRIGGER_WATCHDOG_TIMEOUT_MIN ((usec_t) PTRACED_WATCHDOG_TIMEOUT_MIN_USEC)
+#define TRIGGER_WATCHDOG_TIMEOUT_MAX ((usec_t) PTRACED_WATCHDOG_TIMEOUT_MAX_USEC)
 
 typedef struct TriggerWatchdogs TriggerWatchdogs;
 
@@ -64,6 +66,7 @@ int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t time
 int trigger_watchdog_ping(TriggerWatchdogs *w, const char *name);
 int trigger_watchdog_remove(TriggerWatchdogs *w, const char *name);
 
+/* For tests: how many there are, and the i-th watchdog (registration
+ * order; -ENOENT past the end). */
 size_t trigger_watchdogs_count(TriggerWatchdogs *w);
-/* The i-th watchdog (registration order); -ENOENT past the end. */
 int trigger_watchdog_get(TriggerWatchdogs *w, size_t i, TriggerWatchdogInfo *ret);

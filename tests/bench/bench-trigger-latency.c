@@ -169,11 +169,12 @@ int main(int argc, char **argv) {
                              self) > 0);
         log_set_max_level(LOG_WARNING);
         ptraced_config_init(&c);
-        ASSERT_OK(config_parse_text(ptraced_config_items, trigger_config_templates, "bench.conf", conf, &c,
+        ASSERT_OK(config_parse_text(ptraced_config_items, ptraced_config_templates, "bench.conf", conf, &c,
                                     &warnings, &error));
         ASSERT_OK(trigger_config_check_all(c.trigger_list, &warnings));
         ASSERT_EQ(strv_length(warnings), 0);
         c.directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
         c.buffer_size = 64 * 1024;
         c.source = TRACE_SOURCE_SIM;
         c.image_budget = 4096;
@@ -181,12 +182,13 @@ int main(int argc, char **argv) {
         c.triggers.warmup = 0;
         c.triggers.duplicate_window = 0;
         c.max_bundles = 5;
+        manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(cpus, 4 << 20, NULL), &m));
         ptraced_config_done(&c);
         samples = calloc(rounds, sizeof(Sample));
         ASSERT_NOT_NULL(samples);
         manager_set_snapshot_hook(m, on_snapshot, NULL);
-        ASSERT_OK(manager_start(m));
+        ASSERT_OK(manager_start(m, 0));
         ASSERT_EQ(pthread_create(&thread, NULL, caller, NULL), 0);
         if (fifo) {
                 struct sched_param p = { .sched_priority = 1 };
@@ -195,7 +197,7 @@ int main(int argc, char **argv) {
         }
 
         for (unsigned i = 0; i < rounds; i++) {
-                ManagerStats st;
+                SnapshotStats st;
                 uint64_t written, end;
 
                 manager_get_stats(m, &st);

@@ -43,7 +43,7 @@ typedef struct Done {
         unsigned n, failed;
 } Done;
 
-static void on_done(Manager *m, const SnapshotResult *r, void *userdata) {
+static void on_done(const SnapshotResult *r, void *userdata) {
         Done *d = userdata;
 
         d->n++;
@@ -82,7 +82,7 @@ static void test_churn(void) {
         _cleanup_(manager_freep) Manager *m = NULL;
         PtracedConfig c;
         Done done = {};
-        ManagerStats st;
+        SnapshotStats st;
         uint64_t rss0, rss_max = 0;
 
         if (geteuid() != 0)
@@ -91,14 +91,16 @@ static void test_churn(void) {
         ASSERT_NOT_NULL(mkdtemp(dir));
         ptraced_config_init(&c);
         c.directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
         c.buffer_size = 16 * 1024;
         /* Rates measured as a daemon would: retention follows the rings'
          * reach (without a rate it is 30 s, and memory that much larger). */
         c.sideband_memory_max = 8U << 20;
         c.compress = false;
+        manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 64 * 1024, NULL), &m));
         ptraced_config_done(&c);
-        ASSERT_OK(manager_start(m));
+        ASSERT_OK(manager_start(m, 0));
 
         /* Warm up, then measure from a steady state. */
         for (int i = 0; i < 5; i++)

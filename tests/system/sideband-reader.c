@@ -4,6 +4,7 @@
 
 #include "common/perf/ring.h"
 #include "common/perf/pmu-backend.h"
+#include "daemon/sideband/order.h"
 #include "sideband-reader.h"
 
 typedef struct Ring {
@@ -15,23 +16,12 @@ typedef struct Ring {
         bool initialized;
 } Ring;
 
-typedef struct Queued {
-        uint64_t time, seq;
-        size_t offset, size;
-        uint32_t cpu;
-} Queued;
-
 struct SidebandReader {
         PmuBackend *backend;
         TrackingFeatures features;
         Ring *rings;
         size_t n_rings;
-
-        Buffer bytes; /* copies of the queued records */
-        Queued *queue;
-        size_t n_queue, allocated_queue;
-        uint64_t seq;
-        uint64_t prev_round_max; /* deliverable up to here */
+        SidebandOrder *order; /* the daemon's ordering: daemon/sideband/order.h */
 };
 
 SidebandReader *sideband_reader_free(SidebandReader *s) {
@@ -49,8 +39,7 @@ SidebandReader *sideband_reader_free(SidebandReader *s) {
                 (void) pmu_backend_close(s->backend, r->fd);
         }
         free(s->rings);
-        free(s->queue);
-        buffer_done(&s->bytes);
+        sideband_order_free(s->order);
         pmu_backend_free(s->backend);
         return mfree(s);
 }
@@ -73,6 +62,9 @@ int sideband_reader_new(size_t ring_pages, SidebandReader **ret, char **ret_reas
         s = calloc(1, sizeof(SidebandReader));
         if (!s)
                 return -ENOMEM;
+        r = sideband_order_new(&s->order);
+        if (r < 0)
+                return r;
         r = pmu_backend_kernel_new(&s->backend);
         if (r < 0)
                 return r;
@@ -135,31 +127,32 @@ size_t sideband_reader_n_rings(const SidebandReader *s) {
         return s->n_rings;
 }
 
-static int queued_cmp(const void *a, const void *b) {
-        const Queued *x = a, *y = b;
+typedef struct Delivery {
+        SidebandRecordCallback cb;
+        void *userdata;
+        size_t n;
+} Delivery;
 
-        if (x->time != y->time)
-                return x->time < y->time ? -1 : 1;
-        return x->seq < y->seq ? -1 : x->seq > y->seq;
-}
+static int deliver(const void *rec, size_t size, uint64_t time, unsigned cpu, void *userdata) {
+        Delivery *d = userdata;
+        PerfRecord pr;
+        int r;
 
-/* The time of a raw record, from its sample_id trailer; records of types
- * we do not know still have one. */
-static int record_time(const void *rec, size_t size, uint64_t *ret) {
-        PerfRecord r = {};
-        int k;
-
-        k = perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r);
-        if (k < 0 && k != -EOPNOTSUPP)
-                return k;
-        *ret = r.has_sample_id ? r.sid.time : 0;
+        r = perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &pr);
+        if (r == -EOPNOTSUPP)
+                return 0; /* a type this test does not know */
+        if (r < 0)
+                return r;
+        r = d->cb(&pr, rec, size, cpu, d->userdata);
+        if (r < 0)
+                return r;
+        d->n++;
         return 0;
 }
 
 int sideband_reader_poll(SidebandReader *s, bool flush, SidebandRecordCallback cb, void *userdata) {
-        uint64_t round_max = s->prev_round_max, limit;
-        size_t n_done = 0, j = 0;
-        int r;
+        Delivery d = { .cb = cb, .userdata = userdata };
+        int r = 0;
 
         for (size_t i = 0; i < s->n_rings; i++) {
                 Ring *ring = &s->rings[i];
@@ -168,72 +161,17 @@ int sideband_reader_poll(SidebandReader *s, bool flush, SidebandRecordCallback c
 
                 perf_ring_begin(&ring->ring);
                 while ((r = perf_ring_next(&ring->ring, &rec, &size)) > 0) {
-                        uint64_t t;
-
-                        r = record_time(rec, size, &t);
+                        r = sideband_order_add(s->order, rec, size, (unsigned) ring->cpu);
                         if (r < 0)
                                 break;
-                        if (s->n_queue == s->allocated_queue) {
-                                size_t na = s->allocated_queue ? s->allocated_queue * 2 : 4096;
-                                Queued *q = reallocarray(s->queue, na, sizeof(Queued));
-                                if (!q)
-                                        return -ENOMEM;
-                                s->queue = q;
-                                s->allocated_queue = na;
-                        }
-                        s->queue[s->n_queue++] = (Queued){ .time = t,
-                                                           .seq = s->seq++,
-                                                           .offset = s->bytes.size,
-                                                           .size = size,
-                                                           .cpu = (uint32_t) ring->cpu };
-                        r = buffer_append(&s->bytes, rec, size);
-                        if (r < 0)
-                                return r;
-                        round_max = MAX(round_max, t);
                 }
                 perf_ring_end(&ring->ring);
                 if (r < 0)
                         return r;
         }
 
-        limit = flush ? UINT64_MAX : s->prev_round_max;
-        s->prev_round_max = round_max;
-        qsort(s->queue, s->n_queue, sizeof(Queued), queued_cmp);
-        for (; j < s->n_queue && s->queue[j].time <= limit; j++) {
-                PerfRecord pr;
-
-                r = perf_record_parse(s->bytes.data + s->queue[j].offset, s->queue[j].size,
-                                      PTRACED_SAMPLE_TYPE, true, &pr);
-                if (r == -EOPNOTSUPP)
-                        continue;
-                if (r < 0)
-                        return r;
-                r = cb(&pr, s->bytes.data + s->queue[j].offset, s->queue[j].size, s->queue[j].cpu, userdata);
-                if (r < 0)
-                        return r;
-                n_done++;
-        }
-
-        /* Keep the rest, compacted. */
-        if (j == s->n_queue) {
-                s->n_queue = 0;
-                buffer_clear(&s->bytes);
-        } else if (j > 0) {
-                Buffer nb = BUFFER_NULL;
-                for (size_t k = j; k < s->n_queue; k++) {
-                        Queued *q = &s->queue[k];
-                        size_t off = nb.size;
-                        r = buffer_append(&nb, s->bytes.data + q->offset, q->size);
-                        if (r < 0) {
-                                buffer_done(&nb);
-                                return r;
-                        }
-                        q->offset = off;
-                }
-                memmove(s->queue, s->queue + j, (s->n_queue - j) * sizeof(Queued));
-                s->n_queue -= j;
-                buffer_done(&s->bytes);
-                s->bytes = nb;
-        }
-        return (int) MIN(n_done, (size_t) INT32_MAX);
+        r = sideband_order_release(s->order, flush, deliver, &d);
+        if (r < 0)
+                return r;
+        return (int) MIN(d.n, (size_t) INT32_MAX);
 }

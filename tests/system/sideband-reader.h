@@ -5,10 +5,10 @@
  * Test helper: the real kernel's side-band, as ptraced reads it. Opens the
  * dummy tracking event (perf_attr_tracking(), all features the kernel
  * accepts) on every online CPU, maps a ring per CPU and hands the records
- * over in time order across CPUs, the way perf's ordered events do: each
- * poll drains every ring once (a "round") and delivers the queued records
- * up to the newest time seen in the previous round, since a record not
- * yet read cannot be older than that; a flush delivers everything.
+ * over in time order across CPUs with the daemon's own ordering
+ * (daemon/sideband/order.h, perf's "finished round" rule): each poll
+ * drains every ring once (a round) and delivers what every ring has been
+ * read past; a flush delivers everything.
  */
 
 #include "common/perf/attr.h"

@@ -258,7 +258,7 @@ static char **bundle_reasons(const char *dir) {
 
 static void run_until_bundles(Manager *m, uint64_t n, unsigned timeout_ms, unsigned settle_ms) {
         uint64_t end = mono_ms() + timeout_ms;
-        ManagerStats st;
+        SnapshotStats st;
 
         for (;;) {
                 manager_get_stats(m, &st);
@@ -290,7 +290,7 @@ static void test_unit(void) {
         fake = start_fake(1);
 
         ptraced_config_init(&c);
-        ASSERT_OK(config_parse_text(ptraced_config_items, trigger_config_templates, "test.conf",
+        ASSERT_OK(config_parse_text(ptraced_config_items, ptraced_config_templates, "test.conf",
                                     "[Trigger:wd]\nType=unit\nUnits=myapp*.service broken.service\n"
                                     "Result=watchdog\nMinIntervalSec=0\n"
                                     "[Trigger:any]\nType=unit\nUnits=myapp-worker.service broken.service\n"
@@ -299,14 +299,16 @@ static void test_unit(void) {
         ASSERT_OK(trigger_config_check_all(c.trigger_list, &warnings));
         ASSERT_EQ(strv_length(warnings), 0);
         c.directory = strdup(bundles);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
         c.buffer_size = 64 * 1024;
         c.source = TRACE_SOURCE_SIM;
         c.triggers.interval = 0;
         c.triggers.warmup = 0;
         c.triggers.duplicate_window = 0;
+        manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 4 << 20, NULL), &m));
         ptraced_config_done(&c);
-        ASSERT_OK(manager_start(m));
+        ASSERT_OK(manager_start(m, 0));
 
         /* The watchdog of myapp.service and the failure of the worker; not
          * broken.service (failed before), not other.service, and the repeat

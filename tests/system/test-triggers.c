@@ -26,7 +26,6 @@
 #include <time.h>
 
 #include "common/bundle/bundle.h"
-#include "daemon/control/server.h"
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
 #include "daemon/manager/manager.h"
@@ -72,14 +71,12 @@ typedef struct Env {
         char dir[64];
         char socket[96];
         Manager *m;
-        ControlServer *control;
         pid_t children[8];
         size_t n_children;
 } Env;
 
 typedef enum EnvFlags {
         ENV_IMAGES = 1 << 0,  /* copy user images into bundles (slow: only where checked) */
-        ENV_CONTROL = 1 << 1, /* serve the control socket, at env.socket */
 } EnvFlags;
 
 static void require_bpf(TriggerType type) {
@@ -101,7 +98,7 @@ static void env_start_flags(Env *e, const char *triggers, unsigned flags) {
         ASSERT_NOT_NULL(mkdtemp(e->dir));
 
         ptraced_config_init(&c);
-        ASSERT_OK(config_parse_text(ptraced_config_items, trigger_config_templates, "test.conf", triggers,
+        ASSERT_OK(config_parse_text(ptraced_config_items, ptraced_config_templates, "test.conf", triggers,
                                     &c, &warnings, &error));
         ASSERT_OK(trigger_config_check_all(c.trigger_list, &warnings));
         for (char **w = warnings; w && *w; w++)
@@ -118,12 +115,10 @@ static void env_start_flags(Env *e, const char *triggers, unsigned flags) {
         c.triggers.warmup = 0;
         c.triggers.duplicate_window = 0;
 
+        manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 4 << 20, NULL), &e->m));
-        if (flags & ENV_CONTROL)
-                ASSERT_OK(control_server_new(e->m, &c, 0, &e->control));
-        ASSERT_OK(manager_start(e->m));
-        if (e->control)
-                ASSERT_OK(control_server_attach(e->control, manager_get_event(e->m)));
+        ASSERT_OK(manager_start(e->m, 0));
+        /* The manager serves the control socket, at env.socket. */
         ptraced_config_done(&c);
 }
 
@@ -139,7 +134,7 @@ static void env_run(Env *e, unsigned ms) {
 }
 
 static uint64_t env_bundles_written(Env *e) {
-        ManagerStats st;
+        SnapshotStats st;
         manager_get_stats(e->m, &st);
         return st.bundles_written;
 }
@@ -178,7 +173,6 @@ static void env_stop(Env *e) {
                 (void) waitpid(e->children[i], NULL, 0);
         }
         e->m = manager_free(e->m);
-        e->control = control_server_free(e->control);
         ASSERT_OK(rm_rf(e->dir));
 }
 
@@ -670,7 +664,7 @@ static void test_client(void) {
 
         if (geteuid() != 0)
                 test_skip("needs root: the emulated CPUs' side-band comes from system-wide perf events");
-        env_start_flags(&e, "", ENV_CONTROL);
+        env_start(&e, "");
         ASSERT_EQ(setenv("PTRACED_SOCKET", e.socket, 1), 0);
         ptraced_client_close();
         w = trigger_set_watchdogs(manager_get_triggers(e.m));

@@ -20,6 +20,7 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "daemon/control/methods.h"
 #include "daemon/control/server.h"
 #include "common/basic/fileio.h"
 #include "daemon/manager/manager.h"
@@ -63,18 +64,18 @@ static void fixture_start(Fixture *f, Tweak tweak) {
         if (tweak)
                 tweak(&c, f->dir);
 
+        manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(2, 8 << 20, NULL), &f->m));
-        ASSERT_OK(control_server_new(f->m, &c, 0, &f->server));
-        ASSERT_OK(manager_start(f->m));
+        ASSERT_OK(manager_start(f->m, 0));
         f->event = manager_get_event(f->m);
-        ASSERT_OK(control_server_attach(f->server, f->event));
+        f->server = manager_get_control(f->m); /* the manager's */
         ptraced_config_done(&c);
 }
 
 static void fixture_stop(Fixture *f) {
-        /* As ptraced.c does: the manager first, so due answers still go out. */
+        /* The manager answers what is due, then frees its control server. */
         f->m = manager_free(f->m);
-        f->server = control_server_free(f->server);
+        f->server = NULL;
         ASSERT_OK(rm_rf(f->dir));
 }
 
@@ -143,6 +144,28 @@ static int64_t num(const VarlinkReply *r, const char *key) {
 }
 
 /* ---- tests ---- */
+
+/* Every method of the protocol has exactly one handler, and every handler
+ * serves a method of the protocol: a method added to one table but not
+ * the other fails here (and the daemon refuses to start). */
+static void test_dispatch_table(void) {
+        _cleanup_free_ char *error = NULL;
+        size_t n_protocol = 0, n_handlers = 0;
+        int r;
+
+        r = control_methods_check(&error);
+        if (r < 0)
+                test_fail("%s", error);
+        for (const ProtocolMethod *p = protocol_methods; p->name; p++) {
+                const ControlMethod *m = control_method_find(p->name);
+                ASSERT_NOT_NULL(m);
+                ASSERT_NOT_NULL(m->handler);
+                n_protocol++;
+        }
+        for (const ControlMethod *m = control_methods; m->name; m++)
+                n_handlers++;
+        ASSERT_EQ(n_handlers, n_protocol);
+}
 
 static void test_introspection(void) {
         Fixture f;
@@ -356,7 +379,7 @@ static void test_snapshot(void) {
         varlink_reply_done(&r);
 
         /* oneway: no reply, still a snapshot. */
-        ManagerStats ms;
+        SnapshotStats ms;
         struct json_object *p = json_tokener_parse("{\"reason\":\"oneway\"}");
         ASSERT_OK(varlink_client_send(c, PTRACED_METHOD_SNAPSHOT, p, VARLINK_CALL_ONEWAY, USEC_PER_SEC));
         json_object_put(p);
@@ -396,7 +419,7 @@ static void test_coalesce(void) {
         varlink_reply_done(&r1);
         varlink_reply_done(&r2);
 
-        ManagerStats ms;
+        SnapshotStats ms;
         manager_get_stats(f.m, &ms);
         ASSERT_EQ(ms.snapshots, 1);
         ASSERT_EQ(ms.triggers_coalesced, 1);
@@ -442,7 +465,7 @@ static void test_rate_limit(void) {
         varlink_reply_done(&r);
 
         /* SIGUSR2 goes through the same governor. */
-        ManagerStats before, after;
+        SnapshotStats before, after;
         manager_get_stats(f.m, &before);
         ASSERT_OK(raise(SIGUSR2));
         run_for(&f, 100 * USEC_PER_MSEC);
@@ -550,7 +573,7 @@ static void tweak_open_everyone(PtracedConfig *c, const char *dir) {
 static void test_permissions(void) {
         Fixture f;
         struct stat st;
-        ManagerStats ms;
+        SnapshotStats ms;
 
         fixture_start(&f, NULL);
         /* The default mode: only root (and group ptraced) can connect at all. */
@@ -655,7 +678,7 @@ static void test_many_connections(void) {
 }
 
 static void test_vanishing_client(void) {
-        ManagerStats ms;
+        SnapshotStats ms;
         ControlStats st;
         Fixture f;
 
@@ -767,13 +790,13 @@ static void test_fifo(void) {
         ASSERT_TRUE(memmem(buf, got, "nack io.ptraced.InvalidParameter command longer than 256 bytes", 61) != NULL);
         ASSERT_EQ(memcmp(buf + got - 5, "ack\n\0", 5), 0);
 
-        ManagerStats ms;
+        SnapshotStats ms;
         manager_get_stats(f.m, &ms);
         ASSERT_EQ(ms.bundles_written, 1);
 
         /* FIFOs the daemon created go with it. */
         f.m = manager_free(f.m);
-        f.server = control_server_free(f.server);
+        f.server = NULL;
         ASSERT_TRUE(access(path, F_OK) < 0);
         ASSERT_OK(rm_rf(f.dir));
 }
@@ -787,11 +810,12 @@ static void test_socket_takeover(void) {
         /* A second daemon on the same path is refused while the first listens. */
         ptraced_config_init(&c);
         c.control.socket = strdup(f.socket);
-        ASSERT_ERROR(control_server_new(f.m, &c, 0, &second), EADDRINUSE);
+        ControlServerOptions o = { .config = &c.control };
+        ASSERT_ERROR(control_server_new(&o, &second), EADDRINUSE);
         ASSERT_STREQ(control_server_socket_path(f.server), f.socket);
         ASSERT_FALSE(control_server_socket_activated(f.server));
         f.m = manager_free(f.m);
-        f.server = control_server_free(f.server);
+        f.server = NULL;
         /* Its socket is gone with it. */
         ASSERT_TRUE(access(f.socket, F_OK) < 0);
 
@@ -801,11 +825,11 @@ static void test_socket_takeover(void) {
         strcpy(sa.sun_path, f.socket);
         ASSERT_OK(bind(fd, (struct sockaddr *) &sa, sizeof sa));
         close(fd);
-        ASSERT_OK(control_server_new(NULL, &c, 0, &second));
+        ASSERT_OK(control_server_new(&o, &second));
         second = control_server_free(second);
         /* Something that is not a socket is left alone. */
         ASSERT_OK(write_string_file(f.socket, "not a socket"));
-        ASSERT_ERROR(control_server_new(NULL, &c, 0, &second), EEXIST);
+        ASSERT_ERROR(control_server_new(&o, &second), EEXIST);
         ptraced_config_done(&c);
         ASSERT_OK(rm_rf(f.dir));
 }
@@ -862,7 +886,7 @@ static void test_notify(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
-RUN_TESTS(TEST(test_introspection), TEST(test_call_errors), TEST(test_hostile_messages), TEST(test_status),
+RUN_TESTS(TEST(test_dispatch_table), TEST(test_introspection), TEST(test_call_errors), TEST(test_hostile_messages), TEST(test_status),
           TEST(test_snapshot), TEST(test_coalesce), TEST(test_rate_limit), TEST(test_warmup), TEST(test_duplicates),
           TEST(test_permissions), TEST(test_slow_clients), TEST(test_many_connections),
           TEST(test_vanishing_client), TEST(test_pipeline_order), TEST(test_fifo), TEST(test_socket_takeover), TEST(test_notify));

@@ -55,7 +55,7 @@ static void on_snapshot(Manager *m, const struct RecorderSnapshot *s, uint64_t s
         t->n++;
 }
 
-static void on_done(Manager *m, const SnapshotResult *r, void *userdata) {
+static void on_done(const SnapshotResult *r, void *userdata) {
         Done *d = userdata;
 
         d->called = true;
@@ -131,7 +131,7 @@ static void test_manager(void) {
         PtracedConfig c;
         Truth truth = {};
         Done d1 = {}, d2 = {}, d3 = {};
-        ManagerStats stats;
+        SnapshotStats stats;
 
         if (geteuid() != 0)
                 test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
@@ -139,14 +139,16 @@ static void test_manager(void) {
         ASSERT_NOT_NULL(mkdtemp(dir));
         ptraced_config_init(&c);
         c.directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
         c.buffer_size = 64 * 1024;
         c.source = TRACE_SOURCE_SIM;
 
+        manager_block_signals();
         PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
         ASSERT_OK(manager_new(&c, b, &m));
         ptraced_config_done(&c);
         manager_set_snapshot_hook(m, on_snapshot, &truth);
-        ASSERT_OK(manager_start(m));
+        ASSERT_OK(manager_start(m, 0));
         ASSERT_CONTAINS(manager_status_text(m), "recording 3 CPUs, 64.0 KiB each");
         ASSERT_CONTAINS(manager_status_text(m), "simulated");
 
@@ -210,12 +212,14 @@ static void test_max_bundle_size(void) {
         ASSERT_NOT_NULL(mkdtemp(dir));
         ptraced_config_init(&c);
         c.directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
         c.buffer_size = 256 * 1024;
         c.max_bundle_size = 64 * 1024;
         c.source = TRACE_SOURCE_SIM;
+        manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 32 << 20, NULL), &m));
         ptraced_config_done(&c);
-        ASSERT_OK(manager_start(m));
+        ASSERT_OK(manager_start(m, 0));
         for (int i = 0; i < 20; i++)
                 ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
 

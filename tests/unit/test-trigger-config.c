@@ -46,7 +46,7 @@ static int parse(const char *text, Parsed *p) {
 
         *p = (Parsed){};
         ptraced_config_init(&p->config);
-        r = config_parse_text(ptraced_config_items, trigger_config_templates, "t.conf", text, &p->config,
+        r = config_parse_text(ptraced_config_items, ptraced_config_templates, "t.conf", text, &p->config,
                               &p->warnings, &p->error);
         if (r < 0)
                 return r;

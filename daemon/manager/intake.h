@@ -1,0 +1,47 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * The side-band stage of the manager: every round drains the recorder's
+ * tracking rings, orders the records across CPUs (daemon/sideband/order.h),
+ * keeps them for bundles (daemon/sideband/log.h) and applies them to the
+ * process model (daemon/procmap/procmap.h). Lost records are counted,
+ * logged, and repaired by re-reading /proc: a burst of losses gets one
+ * rescan, at most one a second (a scan takes milliseconds the event loop
+ * owes to triggers); the rest waits for housekeeping or the next snapshot.
+ */
+
+#include "daemon/procmap/procmap.h"
+#include "daemon/recorder/recorder.h"
+#include "daemon/sideband/log.h"
+
+typedef struct SidebandIntake SidebandIntake;
+
+typedef struct SidebandIntakeStats {
+        uint64_t records;  /* kept (or offered to the log) */
+        uint64_t lost;     /* PERF_RECORD_LOST and corrupt rings */
+        uint64_t rescans;  /* repairs from /proc */
+        uint64_t bytes;    /* held: the log and records waiting for their round */
+} SidebandIntakeStats;
+
+/* procmap: the caller's, kept up to date from here on. log_max_bytes:
+ * [Trace] SidebandMemoryMax=. */
+int sideband_intake_new(ProcMap *procmap, uint64_t log_max_bytes, SidebandIntake **ret);
+SidebandIntake *sideband_intake_free(SidebandIntake *in);
+DEFINE_TRIVIAL_CLEANUP_FUNC(SidebandIntake *, sideband_intake_free);
+
+/* One round: read every ring, then release what every CPU has passed; with
+ * flush, everything (before a snapshot: the rings were just read). */
+void sideband_intake_drain(SidebandIntake *in, Recorder *r, bool flush);
+/* Make a repair owed to lost side-band: when due (housekeeping), or now
+ * (force: before a snapshot's state is taken). */
+void sideband_intake_repair(SidebandIntake *in, bool force);
+/* Forget what is older than horizon (perf time), in the log and the model. */
+void sideband_intake_expire(SidebandIntake *in, uint64_t horizon);
+
+/* The newest record time seen: "now" in perf time. */
+uint64_t sideband_intake_latest(SidebandIntake *in);
+SidebandLog *sideband_intake_log(SidebandIntake *in);
+/* Records lost since the previous call (for the next bundle's manifest). */
+uint64_t sideband_intake_take_lost(SidebandIntake *in);
+void sideband_intake_get_stats(SidebandIntake *in, SidebandIntakeStats *ret);

@@ -1,0 +1,81 @@
+/* SPDX-License-Identifier: MIT */
+
+#include "daemon/manager/lookback.h"
+
+static uint64_t pow2_floor(uint64_t v) {
+        return v ? UINT64_C(1) << (63 - __builtin_clzll(v)) : 0;
+}
+
+static uint64_t pow2_ceil(uint64_t v) {
+        return v <= 1 ? 1 : UINT64_C(1) << (64 - __builtin_clzll(v - 1));
+}
+
+uint64_t lookback_aux_cap(uint64_t memory_max, size_t n_slots) {
+        return pow2_floor(memory_max / (2 * MAX(n_slots, (size_t) 1)));
+}
+
+int lookback_init(Lookback *l, usec_t target, usec_t rate_interval, uint64_t memory_max, uint64_t buffer_size,
+                  size_t n_slots) {
+        uint64_t cap = lookback_aux_cap(memory_max, n_slots);
+
+        *l = (Lookback){
+                .target = target,
+                .rate_interval = rate_interval,
+                .memory_max = memory_max,
+                .next_interval = LOOKBACK_RATE_FIRST_NSEC,
+        };
+        if (buffer_size > cap)
+                return -E2BIG;
+        /* Lookback= starts at the default and resizes once the rate is known. */
+        l->aux_size = buffer_size ?: MIN(LOOKBACK_AUX_DEFAULT, cap);
+        if (l->aux_size < LOOKBACK_AUX_FLOOR)
+                return -ENOSPC;
+        return 0;
+}
+
+bool lookback_measure_due(const Lookback *l, nsec_t now) {
+        /* RateInterval=0: never stop the trace to measure (no lookback
+         * estimate then). */
+        return l->rate_interval > 0 && now - l->last_rate_at >= l->next_interval;
+}
+
+uint64_t lookback_rate_measured(Lookback *l, nsec_t now, uint64_t rate, size_t n_slots) {
+        uint64_t want, lap_ns;
+
+        l->last_rate_at = now;
+        if (rate == 0)
+                return 0;
+        l->max_rate = rate;
+
+        /* Measure again before a lap could pass unseen. */
+        lap_ns = l->aux_size * NSEC_PER_SEC / rate;
+        l->next_interval = MIN(MAX(lap_ns / 4, (uint64_t) NSEC_PER_MSEC), l->rate_interval * NSEC_PER_USEC);
+
+        if (!l->target)
+                return 0;
+        want = pow2_ceil(rate * (l->target / USEC_PER_MSEC) / 1000 * 5 / 4);
+        want = MAX(want, LOOKBACK_AUX_MIN);
+        want = MIN(want, lookback_aux_cap(l->memory_max, n_slots));
+        /* Hysteresis: resize only for a factor of two. */
+        if (want == l->aux_size || (want < l->aux_size && want * 2 > l->aux_size))
+                return 0;
+        return want;
+}
+
+void lookback_resized(Lookback *l, uint64_t aux_size) {
+        l->aux_size = aux_size;
+        l->next_interval = LOOKBACK_RATE_FIRST_NSEC;
+}
+
+uint64_t lookback_achieved_ns(const Lookback *l) {
+        return l->max_rate ? l->aux_size * NSEC_PER_SEC / l->max_rate : 0;
+}
+
+uint64_t lookback_retention_ns(const Lookback *l) {
+        uint64_t r = l->max_rate ? 2 * lookback_achieved_ns(l) : LOOKBACK_RETENTION_UNKNOWN_NSEC;
+        return MAX(r, (uint64_t) LOOKBACK_RETENTION_MIN_NSEC);
+}
+
+uint64_t lookback_window_ns(const Lookback *l) {
+        return MAX(2 * lookback_achieved_ns(l), (uint64_t) LOOKBACK_RETENTION_MIN_NSEC);
+}

@@ -37,66 +37,74 @@ static void mapping_span(const Process *p, const Mapping *x, ModelMappingSpan *r
         };
 }
 
-int model_foreach_thread(Model *m, ModelThreadCallback cb, void *userdata) {
+/* Every process, by pid and oldest incarnation first. */
+static int foreach_process(Model *m, int (*visit)(const Process *p, void *ctx), void *ctx) {
         _cleanup_free_ Process **v = NULL;
-        ModelThreadSpan s;
         size_t n = 0;
         int r;
 
+        r = model_collect_processes(m, 0, INF, &v, &n);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = visit(v[i], ctx);
+        return r < 0 ? r : 0;
+}
+
+typedef struct ThreadVisit {
+        ModelThreadCallback cb;
+        void *userdata;
+} ThreadVisit;
+
+static int visit_threads(const Process *p, void *ctx) {
+        const ThreadVisit *v = ctx;
+        ModelThreadSpan s;
+        int r = 0;
+
+        for (uint32_t k = 0; r >= 0 && k < p->n_old_threads; k++) {
+                thread_span(p, &p->old_threads[k], &s);
+                r = v->cb(&s, v->userdata);
+        }
+        for (uint32_t k = 0; r >= 0 && k < p->n_threads; k++) {
+                thread_span(p, &p->threads[k], &s);
+                r = v->cb(&s, v->userdata);
+        }
+        return r;
+}
+
+int model_foreach_thread(Model *m, ModelThreadCallback cb, void *userdata) {
+        ThreadVisit v = { cb, userdata };
+
         assert(m);
         assert(cb);
+        return foreach_process(m, visit_threads, &v);
+}
 
-        r = model_collect_processes(m, 0, INF, &v, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                const Process *p = v[i];
+typedef struct MappingVisit {
+        ModelMappingCallback cb;
+        void *userdata;
+} MappingVisit;
 
-                for (uint32_t k = 0; k < p->n_old_threads; k++) {
-                        thread_span(p, &p->old_threads[k], &s);
-                        r = cb(&s, userdata);
-                        if (r < 0)
-                                return r;
-                }
-                for (uint32_t k = 0; k < p->n_threads; k++) {
-                        thread_span(p, &p->threads[k], &s);
-                        r = cb(&s, userdata);
-                        if (r < 0)
-                                return r;
-                }
+static int visit_mappings(const Process *p, void *ctx) {
+        const MappingVisit *v = ctx;
+        ModelMappingSpan s;
+        int r = 0;
+
+        for (uint32_t k = 0; r >= 0 && k < p->n_old_maps; k++) {
+                mapping_span(p, &p->old_maps[k], &s);
+                r = v->cb(&s, v->userdata);
         }
-        return 0;
+        for (uint32_t k = 0; r >= 0 && k < p->n_maps; k++) {
+                mapping_span(p, &p->maps[k], &s);
+                r = v->cb(&s, v->userdata);
+        }
+        return r;
 }
 
 int model_foreach_mapping(Model *m, ModelMappingCallback cb, void *userdata) {
-        _cleanup_free_ Process **v = NULL;
-        ModelMappingSpan s;
-        size_t n = 0;
-        int r;
+        MappingVisit v = { cb, userdata };
 
         assert(m);
         assert(cb);
-
-        r = model_collect_processes(m, 0, INF, &v, &n);
-        if (r < 0)
-                return r;
-        for (size_t i = 0; i < n; i++) {
-                const Process *p = v[i];
-
-                for (uint32_t k = 0; k < p->n_old_maps; k++) {
-                        mapping_span(p, &p->old_maps[k], &s);
-                        r = cb(&s, userdata);
-                        if (r < 0)
-                                return r;
-                }
-                for (uint32_t k = 0; k < p->n_maps; k++) {
-                        mapping_span(p, &p->maps[k], &s);
-                        r = cb(&s, userdata);
-                        if (r < 0)
-                                return r;
-                }
-        }
-        return 0;
+        return foreach_process(m, visit_mappings, &v);
 }
 
 typedef struct ImageHit {

@@ -105,17 +105,14 @@ static int reconcile_maps(Model *m, const ModelObservedProcess *o, Process *p, u
         return 0;
 }
 
-static bool observed_has_thread(const ModelObservedProcess *o, uint32_t tid) {
-        size_t lo = 0, hi = o->n_threads;
+static int observed_thread_cmp(const void *a, const void *b) {
+        uint32_t x = ((const ModelObservedThread *) a)->tid, y = ((const ModelObservedThread *) b)->tid;
+        return x < y ? -1 : x > y;
+}
 
-        while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
-                if (o->threads[mid].tid < tid)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return lo < o->n_threads && o->threads[lo].tid == tid;
+static bool observed_has_thread(const ModelObservedProcess *o, uint32_t tid) {
+        ModelObservedThread key = { .tid = tid };
+        return bsearch(&key, o->threads, o->n_threads, sizeof(ModelObservedThread), observed_thread_cmp);
 }
 
 static int reconcile_threads(Model *m, const ModelObservedProcess *o, Process *p, uint64_t time,

@@ -76,6 +76,21 @@ static void bid_add(BuildIdReader *m, uint32_t maj, uint32_t min, uint64_t ino, 
         m->n_bid++;
 }
 
+/* The cached answer for a dev/inode: 1 with the id, 0 for a file without
+ * one, -ENOENT when not cached. */
+static int bid_cached(BuildIdReader *m, uint32_t maj, uint32_t min, uint64_t ino, uint8_t id[static PERF_BUILD_ID_MAX],
+                      uint8_t *ret_size) {
+        BuildIdEntry *e = bid_find(m, maj, min, ino);
+
+        if (!e)
+                return -ENOENT;
+        if (!e->found)
+                return 0;
+        memcpy(id, e->id, e->size);
+        *ret_size = e->size;
+        return 1;
+}
+
 /* Open a candidate for the mapped file; verify it is the same file when the
  * dev/inode are known (a path may since point elsewhere). */
 static int open_checked(int dirfd, const char *path, uint32_t maj, uint32_t min, uint64_t ino, bool verify,
@@ -104,14 +119,9 @@ int buildid_reader_resolve(BuildIdReader *m, int pid_fd, uint32_t pid, uint64_t 
         int r;
 
         if (known) {
-                BuildIdEntry *e = bid_find(m, *maj, *min, *ino);
-                if (e) {
-                        if (!e->found)
-                                return 0;
-                        memcpy(id, e->id, e->size);
-                        *ret_size = e->size;
-                        return 1;
-                }
+                r = bid_cached(m, *maj, *min, *ino, id, ret_size);
+                if (r >= 0)
+                        return r;
         }
 
         if (pid_fd < 0) {
@@ -140,14 +150,9 @@ int buildid_reader_resolve(BuildIdReader *m, int pid_fd, uint32_t pid, uint64_t 
                 *maj = major(st.st_dev);
                 *min = minor(st.st_dev);
                 *ino = st.st_ino;
-                BuildIdEntry *e = bid_find(m, *maj, *min, *ino);
-                if (e) {
-                        if (!e->found)
-                                return 0;
-                        memcpy(id, e->id, e->size);
-                        *ret_size = e->size;
-                        return 1;
-                }
+                r = bid_cached(m, *maj, *min, *ino, id, ret_size);
+                if (r >= 0)
+                        return r;
         }
 
         m->reads++;

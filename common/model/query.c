@@ -49,62 +49,50 @@ static int foreach_process(Model *m, int (*visit)(const Process *p, void *ctx), 
         return r < 0 ? r : 0;
 }
 
-typedef struct ThreadVisit {
-        ModelThreadCallback cb;
+/* One walk for both iterations: the callback that is set is called. */
+typedef struct Visit {
+        ModelThreadCallback thread_cb;
+        ModelMappingCallback mapping_cb;
         void *userdata;
-} ThreadVisit;
+} Visit;
 
-static int visit_threads(const Process *p, void *ctx) {
-        const ThreadVisit *v = ctx;
-        ModelThreadSpan s;
+static int visit_spans(const Process *p, void *ctx) {
+        const Visit *v = ctx;
         int r = 0;
 
-        for (uint32_t k = 0; r >= 0 && k < p->n_old_threads; k++) {
-                thread_span(p, &p->old_threads[k], &s);
-                r = v->cb(&s, v->userdata);
+        for (int which = 0; v->thread_cb && which < 2; which++) {
+                const Thread *a = which == 0 ? p->old_threads : p->threads;
+                uint32_t n = which == 0 ? p->n_old_threads : p->n_threads;
+                ModelThreadSpan s;
+
+                for (uint32_t k = 0; r >= 0 && k < n; k++) {
+                        thread_span(p, &a[k], &s);
+                        r = v->thread_cb(&s, v->userdata);
+                }
         }
-        for (uint32_t k = 0; r >= 0 && k < p->n_threads; k++) {
-                thread_span(p, &p->threads[k], &s);
-                r = v->cb(&s, v->userdata);
+        for (int which = 0; v->mapping_cb && which < 2; which++) {
+                const Mapping *a = which == 0 ? p->old_maps : p->maps;
+                uint32_t n = which == 0 ? p->n_old_maps : p->n_maps;
+                ModelMappingSpan s;
+
+                for (uint32_t k = 0; r >= 0 && k < n; k++) {
+                        mapping_span(p, &a[k], &s);
+                        r = v->mapping_cb(&s, v->userdata);
+                }
         }
         return r;
 }
 
 int model_foreach_thread(Model *m, ModelThreadCallback cb, void *userdata) {
-        ThreadVisit v = { cb, userdata };
-
         assert(m);
         assert(cb);
-        return foreach_process(m, visit_threads, &v);
-}
-
-typedef struct MappingVisit {
-        ModelMappingCallback cb;
-        void *userdata;
-} MappingVisit;
-
-static int visit_mappings(const Process *p, void *ctx) {
-        const MappingVisit *v = ctx;
-        ModelMappingSpan s;
-        int r = 0;
-
-        for (uint32_t k = 0; r >= 0 && k < p->n_old_maps; k++) {
-                mapping_span(p, &p->old_maps[k], &s);
-                r = v->cb(&s, v->userdata);
-        }
-        for (uint32_t k = 0; r >= 0 && k < p->n_maps; k++) {
-                mapping_span(p, &p->maps[k], &s);
-                r = v->cb(&s, v->userdata);
-        }
-        return r;
+        return foreach_process(m, visit_spans, &(Visit){ .thread_cb = cb, .userdata = userdata });
 }
 
 int model_foreach_mapping(Model *m, ModelMappingCallback cb, void *userdata) {
-        MappingVisit v = { cb, userdata };
-
         assert(m);
         assert(cb);
-        return foreach_process(m, visit_mappings, &v);
+        return foreach_process(m, visit_spans, &(Visit){ .mapping_cb = cb, .userdata = userdata });
 }
 
 typedef struct ImageHit {

@@ -6,6 +6,17 @@
 
 #include "common/model/internal.h"
 
+/* Count a change made; one a limit refused is no change, and no reason
+ * to stop either: the rest of what was observed still counts. */
+static int counted(int r, unsigned *changes) {
+        if (r == -ENOBUFS)
+                return 0;
+        if (r < 0)
+                return r;
+        (*changes)++;
+        return 0;
+}
+
 /* Do the current mappings starting at index i cover o exactly, as one
  * mapping or as several pieces of the same file (VMAs the kernel merged, or
  * pieces we split)? Returns how many, 0 if not. */
@@ -95,12 +106,9 @@ static int reconcile_maps(Model *m, const ModelObservedProcess *o, Process *p, u
         for (size_t k = 0; k < o->n_maps; k++) {
                 if (m->matched[k])
                         continue;
-                r = add_observed_mapping(m, p, &o->maps[k], time);
-                if (r == -ENOBUFS)
-                        continue;
+                r = counted(add_observed_mapping(m, p, &o->maps[k], time), changes);
                 if (r < 0)
                         return r;
-                (*changes)++;
         }
         return 0;
 }
@@ -138,11 +146,9 @@ static int reconcile_threads(Model *m, const ModelObservedProcess *o, Process *p
                                           SPAN_START_BY_SCAN);
                 else
                         continue;
-                if (r == -ENOBUFS)
-                        continue;
+                r = counted(r, changes);
                 if (r < 0)
                         return r;
-                (*changes)++;
         }
         return 0;
 }

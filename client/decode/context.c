@@ -3,6 +3,7 @@
 #include <sys/mman.h>
 
 #include "client/decode/context.h"
+#include "client/decode/processes.h"
 #include "common/perf/record.h"
 
 /* perf.data "user" records that tools write into side-band dumps (the
@@ -54,106 +55,6 @@ DecodeContext *decode_context_free(DecodeContext *ctx) {
         return mfree(ctx);
 }
 
-static DecodeProcess *get_process(DecodeContext *ctx, int32_t pid, bool create) {
-        DecodeProcess *p = u64map_get(&ctx->processes, (uint32_t) pid);
-
-        if (p || !create)
-                return p;
-        p = calloc(1, sizeof(*p));
-        if (!p)
-                return NULL;
-        p->pid = pid;
-        if (u64map_put(&ctx->processes, (uint32_t) pid, p) < 0) {
-                free(p);
-                return NULL;
-        }
-        return p;
-}
-
-static DecodeThread *get_thread(DecodeContext *ctx, int32_t tid, int32_t pid, bool create) {
-        DecodeThread *t = u64map_get(&ctx->threads, (uint32_t) tid);
-
-        if (t || !create)
-                return t;
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return NULL;
-        t->tid = tid;
-        t->pid = pid;
-        if (u64map_put(&ctx->threads, (uint32_t) tid, t) < 0) {
-                free(t);
-                return NULL;
-        }
-        return t;
-}
-
-static int add_version(DecodeProcess *p, uint64_t time) {
-        if (p->n_versions > 0 && p->versions[p->n_versions - 1] >= time)
-                return 0; /* same instant (or out of order): one version */
-        if (p->n_versions == p->allocated_versions) {
-                size_t n = p->allocated_versions ? p->allocated_versions * 2 : 8;
-                uint64_t *v = reallocarray(p->versions, n, sizeof(uint64_t));
-                if (!v)
-                        return -ENOMEM;
-                p->versions = v;
-                p->allocated_versions = n;
-        }
-        p->versions[p->n_versions++] = time;
-        return 0;
-}
-
-static DecodeMapping *add_mapping(DecodeProcess *p) {
-        if (p->n_maps == p->allocated_maps) {
-                size_t n = p->allocated_maps ? p->allocated_maps * 2 : 16;
-                DecodeMapping *m = reallocarray(p->maps, n, sizeof(DecodeMapping));
-                if (!m)
-                        return NULL;
-                p->maps = m;
-                p->allocated_maps = n;
-        }
-        p->maps[p->n_maps] = (DecodeMapping){};
-        return &p->maps[p->n_maps++];
-}
-
-/* End every live mapping overlapping [start, end) at time, keeping the
- * parts outside the range alive as new mappings. */
-static int unmap_range(DecodeProcess *p, uint64_t start, uint64_t end, uint64_t time) {
-        size_t n = p->n_maps;
-
-        for (size_t i = 0; i < n; i++) {
-                DecodeMapping old = p->maps[i], *m;
-
-                if (old.time_end != DECODE_TIME_INFINITY || old.end <= start || old.start >= end)
-                        continue;
-                p->maps[i].time_end = time;
-                if (old.start < start) {
-                        m = add_mapping(p);
-                        if (!m)
-                                return -ENOMEM;
-                        *m = old;
-                        m->end = start;
-                        m->time_start = time;
-                }
-                if (old.end > end) {
-                        m = add_mapping(p);
-                        if (!m)
-                                return -ENOMEM;
-                        *m = old;
-                        m->pgoff = old.pgoff + (end - old.start);
-                        m->start = end;
-                        m->time_start = time;
-                }
-        }
-        return 0;
-}
-
-static int end_all_mappings(DecodeProcess *p, uint64_t time) {
-        DECODE_FOREACH(m, p->maps, p->n_maps)
-                if (m->time_end == DECODE_TIME_INFINITY)
-                        m->time_end = time;
-        return add_version(p, time);
-}
-
 static DecodeCpuRuns *get_cpu(DecodeContext *ctx, uint32_t cpu) {
         DecodeCpuRuns *n;
 
@@ -186,158 +87,37 @@ static int add_run(DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t pid,
         return 0;
 }
 
-static int set_comm(DecodeContext *ctx, int32_t pid, int32_t tid, const char *comm, uint64_t time) {
-        DecodeThread *t = get_thread(ctx, tid, pid, true);
-        DecodeComm *n;
-        const char *s;
-
-        if (!t)
-                return -ENOMEM;
-        t->pid = pid;
-        s = strpool_intern(&ctx->strings, comm, strlen(comm));
-        if (!s)
-                return -ENOMEM;
-        n = reallocarray(t->comms, t->n_comms + 1, sizeof(DecodeComm));
-        if (!n)
-                return -ENOMEM;
-        t->comms = n;
-        t->comms[t->n_comms++] = (DecodeComm){ .time = time, .comm = s };
-        return 0;
-}
-
-static int handle_mmap(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
-        uint32_t pid, prot_exec;
-        uint64_t addr, len, pgoff;
-        const char *filename;
+/* FORK, EXIT, COMM, MMAP, MMAP2: the process model's; a record that
+ * touches an address space starts a new version of it there. Records the
+ * model refuses (hostile ones) are no error: it has no limits, so only
+ * -ENOMEM fails. */
+static int replay_process_record(DecodeContext *ctx, Model *model, const PerfRecord *r, uint64_t time) {
+        uint32_t touched = 0;
         DecodeProcess *p;
-        DecodeMapping *m;
         int k;
 
-        /* Kernel (and module) mmaps describe the kernel image, which comes
-         * from kcore/kallsyms instead; perf and libipt-sb ignore them too. */
-        if ((r->misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
-                return 0;
-
-        if (r->type == PERF_RECORD_MMAP) {
-                pid = r->mmap.pid;
-                addr = r->mmap.addr;
-                len = r->mmap.len;
-                pgoff = r->mmap.pgoff;
-                filename = r->mmap.filename;
-                prot_exec = !(r->misc & PERF_RECORD_MISC_MMAP_DATA);
-        } else {
-                pid = r->mmap2.pid;
-                addr = r->mmap2.addr;
-                len = r->mmap2.len;
-                pgoff = r->mmap2.pgoff;
-                filename = r->mmap2.filename;
-                prot_exec = (r->mmap2.prot & PROT_EXEC) || (!r->mmap2.prot && !(r->misc & PERF_RECORD_MISC_MMAP_DATA));
+        switch (r->type) {
+        case PERF_RECORD_FORK:
+                ctx->stats.forks++;
+                break;
+        case PERF_RECORD_EXIT:
+                ctx->stats.exits++;
+                break;
+        case PERF_RECORD_COMM:
+                ctx->stats.comms++;
+                break;
         }
-        if (len == 0 || addr + len < addr)
+        k = model_apply(model, r, time, &touched);
+        if (k == -ENOMEM)
+                return k;
+        if (touched == 0)
                 return 0;
-
-        p = get_process(ctx, (int32_t) pid, true);
+        if (r->type == PERF_RECORD_MMAP || r->type == PERF_RECORD_MMAP2)
+                ctx->stats.mmaps++;
+        p = decode_context_get_process(ctx, (int32_t) touched);
         if (!p)
                 return -ENOMEM;
-        k = unmap_range(p, addr, addr + len, time);
-        if (k < 0)
-                return k;
-        k = add_version(p, time);
-        if (k < 0)
-                return k;
-        ctx->stats.mmaps++;
-        if (!prot_exec)
-                return 0;
-
-        m = add_mapping(p);
-        if (!m)
-                return -ENOMEM;
-        m->start = addr;
-        m->end = addr + len;
-        m->pgoff = pgoff;
-        m->time_start = time;
-        m->time_end = DECODE_TIME_INFINITY;
-        m->exec = true;
-        m->filename = strpool_intern(&ctx->strings, filename, strlen(filename));
-        if (!m->filename)
-                return -ENOMEM;
-        if (r->type == PERF_RECORD_MMAP2 && r->mmap2.has_build_id) {
-                m->build_id_size = MIN(r->mmap2.build_id_size, (uint8_t) DECODE_BUILD_ID_MAX);
-                memcpy(m->build_id, r->mmap2.build_id, m->build_id_size);
-        }
-        return 0;
-}
-
-static int handle_fork(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
-        int32_t pid = r->fork.pid, ppid = r->fork.ppid, tid = r->fork.tid, ptid = r->fork.ptid;
-        DecodeThread *parent = get_thread(ctx, ptid, ppid, false);
-        DecodeThread *t;
-        int k;
-
-        t = get_thread(ctx, tid, pid, true);
-        if (!t)
-                return -ENOMEM;
-        t->pid = pid;
-        if (parent && parent->n_comms > 0 && t->n_comms == 0) {
-                k = set_comm(ctx, pid, tid, parent->comms[parent->n_comms - 1].comm, time);
-                if (k < 0)
-                        return k;
-        }
-
-        if (pid != ppid) {
-                /* A new process starts with a copy of its parent's address space. */
-                DecodeProcess *pp = get_process(ctx, ppid, false), *np;
-
-                np = get_process(ctx, pid, true);
-                if (!np)
-                        return -ENOMEM;
-                k = end_all_mappings(np, time);
-                if (k < 0)
-                        return k;
-                if (pp) {
-                        size_t n = pp->n_maps;
-                        for (size_t i = 0; i < n; i++) {
-                                DecodeMapping *m;
-                                if (pp->maps[i].time_end != DECODE_TIME_INFINITY)
-                                        continue;
-                                m = add_mapping(np);
-                                if (!m)
-                                        return -ENOMEM;
-                                *m = pp->maps[i];
-                                m->time_start = time;
-                        }
-                }
-        }
-        ctx->stats.forks++;
-        return 0;
-}
-
-static int handle_exit(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
-        DecodeProcess *p;
-
-        ctx->stats.exits++;
-        if (r->exit.pid != r->exit.tid)
-                return 0;
-        p = get_process(ctx, r->exit.pid, false);
-        if (!p)
-                return 0;
-        return end_all_mappings(p, time);
-}
-
-static int handle_comm(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
-        int k;
-
-        ctx->stats.comms++;
-        if (r->comm.exec) {
-                /* exec replaces the address space; the new image's mmaps follow. */
-                DecodeProcess *p = get_process(ctx, r->comm.pid, true);
-                if (!p)
-                        return -ENOMEM;
-                k = end_all_mappings(p, time);
-                if (k < 0)
-                        return k;
-        }
-        return set_comm(ctx, r->comm.pid, r->comm.tid, r->comm.comm, time);
+        return decode_process_add_version(p, time);
 }
 
 static int handle_switch(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
@@ -544,6 +324,7 @@ static int cpuruns_cmp(const void *a, const void *b) {
 
 int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
         _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        _cleanup_(model_freep) Model *model = NULL;
         _cleanup_free_ SbRecord *recs = NULL;
         size_t n = 0, allocated = 0;
         int k;
@@ -551,6 +332,9 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
         ctx = calloc(1, sizeof(*ctx));
         if (!ctx)
                 return -ENOMEM;
+        k = decode_processes_new(&model);
+        if (k < 0)
+                return k;
 
         DECODE_FOREACH(sb, in->sidebands, in->n_sidebands) {
                 k = collect(ctx, sb, &recs, &n, &allocated);
@@ -572,16 +356,10 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
                 switch (r->type) {
                 case PERF_RECORD_MMAP:
                 case PERF_RECORD_MMAP2:
-                        k = handle_mmap(ctx, r, t);
-                        break;
                 case PERF_RECORD_FORK:
-                        k = handle_fork(ctx, r, t);
-                        break;
                 case PERF_RECORD_EXIT:
-                        k = handle_exit(ctx, r, t);
-                        break;
                 case PERF_RECORD_COMM:
-                        k = handle_comm(ctx, r, t);
+                        k = replay_process_record(ctx, model, r, t);
                         break;
                 case PERF_RECORD_SWITCH:
                 case PERF_RECORD_SWITCH_CPU_WIDE:
@@ -623,6 +401,10 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
         }
         if (ctx->n_cpus > 0)
                 qsort(ctx->cpus, ctx->n_cpus, sizeof(DecodeCpuRuns), cpuruns_cmp);
+
+        k = decode_processes_read(ctx, model);
+        if (k < 0)
+                return k;
 
         *ret = TAKE_PTR(ctx);
         return 0;
@@ -717,85 +499,4 @@ void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t t
                 *ret_begin = c->runs[lo - 1].time;
         if (ret_end)
                 *ret_end = lo < c->n_runs ? c->runs[lo].time : DECODE_TIME_INFINITY;
-}
-
-const char *decode_context_comm(const DecodeContext *ctx, int32_t tid, uint64_t time) {
-        const DecodeThread *t;
-        const char *best = NULL;
-
-        if (tid == 0)
-                return "swapper";
-        t = u64map_get(&ctx->threads, (uint32_t) tid);
-        if (!t || t->n_comms == 0)
-                return NULL;
-        for (size_t i = 0; i < t->n_comms; i++) {
-                if (t->comms[i].time > time && best)
-                        break;
-                best = t->comms[i].comm;
-        }
-        return best;
-}
-
-int32_t decode_context_pid_of(const DecodeContext *ctx, int32_t tid) {
-        const DecodeThread *t = u64map_get(&ctx->threads, (uint32_t) tid);
-        return t ? t->pid : DECODE_PID_UNKNOWN;
-}
-
-const DecodeProcess *decode_context_process(const DecodeContext *ctx, int32_t pid) {
-        if (pid < 0)
-                return NULL;
-        return u64map_get(&ctx->processes, (uint32_t) pid);
-}
-
-size_t decode_process_version_at(const DecodeProcess *p, uint64_t time, uint64_t *ret_begin, uint64_t *ret_end) {
-        size_t lo = 0, hi = p->n_versions;
-
-        if (time == DECODE_TIME_UNKNOWN) {
-                if (ret_begin)
-                        *ret_begin = DECODE_TIME_UNKNOWN;
-                if (ret_end)
-                        *ret_end = DECODE_TIME_INFINITY;
-                return DECODE_VERSION_ALL;
-        }
-
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (p->versions[mid] <= time)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        /* Version k (k >= 1) covers [versions[k-1], versions[k]); version 0
-         * is everything before the first change. */
-        if (ret_begin)
-                *ret_begin = lo == 0 ? 0 : p->versions[lo - 1];
-        if (ret_end)
-                *ret_end = lo < p->n_versions ? p->versions[lo] : DECODE_TIME_INFINITY;
-        return lo;
-}
-
-const DecodeMapping *decode_process_mapping_at(const DecodeProcess *p, uint64_t addr, uint64_t time,
-                                               bool *ret_exact) {
-        const DecodeMapping *best = NULL;
-        uint64_t best_dist = UINT64_MAX;
-
-        DECODE_FOREACH(m, p->maps, p->n_maps) {
-                uint64_t dist;
-
-                if (addr < m->start || addr >= m->end)
-                        continue;
-                if (time >= m->time_start && time < m->time_end) {
-                        if (ret_exact)
-                                *ret_exact = true;
-                        return m;
-                }
-                dist = time < m->time_start ? m->time_start - time : time - m->time_end;
-                if (dist < best_dist) {
-                        best_dist = dist;
-                        best = m;
-                }
-        }
-        if (ret_exact)
-                *ret_exact = false;
-        return best;
 }

@@ -5,8 +5,11 @@
  * Context from the side-band: which thread ran on which CPU when
  * (SWITCH_CPU_WIDE, SWITCH, ITRACE_START), thread names (COMM), process
  * trees (FORK, EXIT) and address spaces over time (MMAP, MMAP2, exec).
- * Built once, single-threaded, before decoding; read-only (and so shared
- * by every worker) afterwards. All times are perf time (ns).
+ * Processes, threads and address spaces are replayed through the process
+ * model of common/model/ (model.h has the semantics) and read back into
+ * the views below (processes.c). Built once, single-threaded, before
+ * decoding; read-only (and so shared by every worker) afterwards. All
+ * times are perf time (ns).
  *
  * An address space changes at discrete times (mmap, exec, fork, exit); the
  * span between two changes is a *version*, and a version selects one

@@ -2,71 +2,29 @@
 #pragma once
 
 /*
- * The process model: for every process, what a decoder needs to map a
- * trace address to an image at a given time — thread ids and names,
- * executable mappings with build-ids — seeded from /proc (like perf's
- * synthesized events) and kept current from side-band records. Every
- * piece of state carries the perf-time span it was valid in, so the model
- * answers "what was the state at T" for T in the past: exited processes,
- * exited threads, old thread names and replaced mappings stay as
- * *tombstones* until procmap_expire() (or the automatic expiry after
- * `retention`) drops them.
+ * The daemon's process model: the model of common/model/ (read model.h for
+ * the semantics: records, tombstones, incarnations, limits, expiry,
+ * synthesis), fed from the side-band records and from /proc:
  *
- * Semantics, following the kernel and perf:
- *  - FORK with tid == pid starts a process; it inherits the forking
- *    thread's name and a copy of its parent's executable mappings. FORK
- *    with tid != pid adds a thread.
- *  - COMM renames a thread. With PERF_RECORD_MISC_COMM_EXEC it is an exec:
- *    every mapping ends at that time (the new image's MMAP2s follow) and
- *    every other thread is gone (de_thread()).
- *  - Executable mappings kept: files, the vDSO ("[vdso]"), anonymous
- *    memory ("//anon", "[anon:NAME]", JIT code). Other bracketed names
- *    ([vsyscall], [uprobes]) are no image and are skipped.
- *  - MMAP/MMAP2 with PROT_EXEC add a mapping; whatever executable mapping
- *    it overlaps ends at that time (pieces outside the new range survive,
- *    as after a partial munmap). A non-executable mapping only ends what
- *    it overlaps. Kernel-space mmaps (cpumode kernel) are ignored: the
- *    kernel image comes from kcore. munmap() has no record, so an unmapped
- *    range stays in the model until something replaces it, like in perf.
- *  - EXIT ends a thread; a process ends when its last thread does (a
- *    leader calling pthread_exit() does not end the process).
- *  - kthreadd names its children inside copy_process() and no COMM record
- *    follows, so for a FORK from kthreadd the name is read from
- *    /proc/PID/comm (kernel threads are created rarely).
- *  - A FORK may reach us after the task's other records, even after its
- *    EXIT (a vCPU descheduled between time stamp and ring write): the
- *    last EXIT of each tid is remembered, so such a task still ends.
- *  - Build-ids come from the MMAP2 record when the kernel put one there,
- *    else they are read from the file (through /proc/PID/map_files, then
- *    /proc/PID/root/PATH, then PATH, checking dev/inode), with a cache by
- *    dev/inode so libc is read once. A file rewritten in place keeps its
- *    inode and so its cached build-id; package managers replace files by
- *    rename, which changes the inode.
- *  - Records should come in time order (the recorder merges the per-CPU
- *    rings like perf's ordered events). Records that predate a rescan
- *    of their process and disagree with it are stale and ignored (what
- *    /proc showed is newer); records that predate it and agree with it
- *    move its "valid from" back to their time. A record after the time of
- *    a rescan that found its process gone shows the process was still
- *    there (/proc is read after that time): the process is reopened, its
- *    EXIT follows. So the start-up race between opening the side-band and
- *    scanning /proc, and the rescans after lost side-band, are harmless.
+ *  - procmap_scan_proc() reads /proc (stat, task/TID/comm, maps) and
+ *    reconciles the model with it, like perf's synthesized events.
+ *  - Build-ids the records lack are read from the files (through
+ *    /proc/PID/map_files, then /proc/PID/root/PATH, then PATH, checking
+ *    dev/inode), with a cache by dev/inode so libc is read once
+ *    (daemon/procmap/buildid.h).
+ *  - A task kthreadd makes gets its name from /proc/PID/comm (no COMM
+ *    record follows).
+ *  - /proc shows a workqueue worker as "kworker/0:1-events", the suffix
+ *    being its current work, recomputed on every read and never announced
+ *    by a COMM record; a scan keeps the name the kernel's records use,
+ *    "kworker/0:1".
  *  - PERF_RECORD_LOST is not handled here: the caller counts it and calls
  *    procmap_scan_proc(), which reconciles the model with /proc. Under
  *    heavy loss (tests/system/test-procmap.c with 8 KiB rings: hundreds of
  *    LOST records) the model still agrees with /proc afterwards; what it
  *    cannot have is the history of processes that came and went unseen.
- *  - /proc shows a workqueue worker as "kworker/0:1-events", the suffix
- *    being its current work, recomputed on every read and never announced
- *    by a COMM record; a scan keeps the name the kernel's records use,
- *    "kworker/0:1".
- *
- * Limits keep memory bounded: at most max_processes processes (live and
- * tombstones; when full the oldest tombstone is evicted early, and when
- * all are live a new process is refused), and per process at most
- * max_mappings executable mappings and max_threads thread spans (live and
- * ended; ended ones are dropped first). A refusal is counted in the stats
- * and procmap_apply() returns -ENOBUFS; the model stays consistent.
+ *    So the start-up race between opening the side-band and scanning
+ *    /proc, and the rescans after lost side-band, are harmless.
  *
  * Costs, measured on the 2-core development VM (AMD, no PT):
  *  - applying records: about 150-200 ns of CPU per record (5-6.7 M
@@ -99,10 +57,11 @@
 
 #include "common/basic/buffer.h"
 #include "common/basic/macro.h"
-#include "common/perf/record.h"
 #include "common/basic/time-util.h"
+#include "common/model/model.h"
+#include "common/perf/record.h"
 
-#define PROCMAP_TIME_INFINITY UINT64_MAX
+#define PROCMAP_TIME_INFINITY MODEL_TIME_INFINITY
 
 #define PROCMAP_RETENTION_DEFAULT (10 * USEC_PER_SEC)
 #define PROCMAP_MAX_PROCESSES_DEFAULT 65536U
@@ -145,7 +104,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProcMap *, procmap_free);
 int procmap_scan_proc(ProcMap *m, uint64_t time);
 
 /* Apply one side-band record (FORK, EXIT, COMM, MMAP, MMAP2; anything else
- * is ignored). Its time is r->sid.time, which must be present. Returns 1
+ * is ignored). Its time is r->sid.time; without one it is ignored. Returns 1
  * when the model changed, 0 when the record was ignored or changed
  * nothing, -ENOBUFS when a limit refused it (counted in the stats), or
  * -ENOMEM. */
@@ -155,70 +114,14 @@ int procmap_apply(ProcMap *m, const PerfRecord *r);
  * ended mappings — whose validity ended before `horizon`. */
 void procmap_expire(ProcMap *m, uint64_t horizon);
 
-/*
- * Append to `out` the records a decoder replays before the raw side-band of
- * [t0, t1] to know the state at t0 (sample_type PTRACED_SAMPLE_TYPE,
- * sample_id_all):
- *
- *   - for every process alive at t0, ordered by pid: a COMM per thread
- *     alive at t0 (leader first), which gives the decoder both the names
- *     and tid → pid; then an MMAP2 per executable mapping valid at t0,
- *     by address, with the build-id variant when the build-id is known
- *     (maj/min/inode otherwise). No FORK records: a decoder treats FORK as
- *     "copy the parent's address space", which is not what a snapshot of
- *     existing processes means (perf synthesizes FORKs for the same
- *     reason it has no time-versioned state; we do).
- *   - what a rescan of /proc learned inside (t0, t1], at the time of the
- *     rescan: COMM for threads it found, MMAP2 for mappings it found, an
- *     MMAP2 without PROT_EXEC (flagged PERF_RECORD_MISC_MMAP_DATA, named
- *     "//anon") over mappings it found gone, EXIT for threads and
- *     processes it found gone. The raw side-band cannot hold these (they
- *     were lost), so a decoder needs them from here.
- *
- * Sample ids: pid/tid of the record, time t0 (or the rescan's time), id 0
- * (not any event's), cpu (uint32_t)-1 — these records belong to no CPU,
- * and 0 would claim one. The output is in non-decreasing time order.
- * Returns the number of records appended; on error nothing is appended.
- */
+/* model_synthesize() of the model (its comment has the contract). */
 int procmap_synthesize(ProcMap *m, uint64_t t0, uint64_t t1, Buffer *out);
 
-typedef enum ProcMapImageKind {
-        PROCMAP_IMAGE_FILE, /* an ELF file: one entry per distinct image */
-        PROCMAP_IMAGE_VDSO, /* [vdso]: one entry per process (read it from /proc/PID/mem) */
-        PROCMAP_IMAGE_ANON, /* executable anonymous memory (JIT): one entry per mapping */
-} ProcMapImageKind;
-
-typedef struct ProcMapImage {
-        ProcMapImageKind kind;
-        const char *path;        /* as the process saw it; "[vdso]", "//anon" or "[anon:NAME]" */
-        const uint8_t *build_id; /* NULL when unknown */
-        size_t build_id_size;
-        uint32_t maj, min;          /* device; 0:0 when unknown */
-        uint64_t ino;               /* 0 when unknown */
-        pid_t pid;                  /* a process mapping it, preferably one still running */
-        bool pid_alive;             /* pid still runs this incarnation, and the mapping is current */
-        uint64_t start, end, pgoff; /* that process's mapping: /proc/PID/map_files/START-END */
-} ProcMapImage;
-
-/* Return negative errno to stop the iteration (it is returned). */
-typedef int (*ProcMapImageCallback)(const ProcMapImage *image, void *userdata);
-
-/* Every executable image mapped at some time in [t0, t1] by a process alive
- * then. Returns the number of entries reported. */
-int procmap_images(ProcMap *m, uint64_t t0, uint64_t t1, ProcMapImageCallback cb, void *userdata);
-
-typedef struct ProcMapProcessInfo {
-        pid_t pid, ppid;
-        uint64_t start;           /* fork time; the scan's time or first record otherwise */
-        uint64_t end;             /* exit time, PROCMAP_TIME_INFINITY while alive */
-        bool forked;              /* start is a FORK record's time */
-        char comm[PERF_COMM_MAX]; /* the leader's name at the queried time ("" when unknown) */
-        unsigned n_threads;       /* threads alive at the queried time */
-        unsigned n_mappings;      /* executable mappings valid at the queried time */
-} ProcMapProcessInfo;
+typedef ModelProcessInfo ProcMapProcessInfo;
 
 /* The incarnation of pid alive at `time` (pids are reused: one pid may
- * have several incarnations in the model). -ENOENT when there is none. */
+ * have several incarnations in the model). -ENOENT when there is none.
+ * For tests: the product reads the model through synthesis only. */
 int procmap_get_process(ProcMap *m, pid_t pid, uint64_t time, ProcMapProcessInfo *ret);
 
 typedef struct ProcMapStats {

@@ -201,4 +201,75 @@ static void test_kernel_mmap_ignored(void) {
         ASSERT_NULL(decode_context_process(ctx, 0));
 }
 
-RUN_TESTS(TEST(test_threads), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored));
+/* The leader leaving with pthread_exit() does not end the address space:
+ * another thread still runs in it (common/model/model.h, as perf). */
+static void test_leader_exit(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        const DecodeProcess *p;
+        const DecodeMapping *m;
+        uint64_t begin, end;
+        PerfSampleId s;
+        bool exact;
+
+        s = sid(100, 100, 10, 0);
+        ASSERT_OK(perf_record_append_comm(&b, true, 100, 100, "app", &s));
+        mmap2(&b, 100, 0x400000, 0x1000, 0, PROT_READ | PROT_EXEC, "/usr/bin/app", 11);
+        s = sid(100, 101, 12, 0);
+        ASSERT_OK(perf_record_append_fork(&b, PERF_RECORD_FORK, 100, 100, 101, 100, 12, &s));
+        s = sid(100, 100, 20, 0);
+        ASSERT_OK(perf_record_append_fork(&b, PERF_RECORD_EXIT, 100, 1, 100, 1, 20, &s));
+        s = sid(100, 101, 30, 0);
+        ASSERT_OK(perf_record_append_fork(&b, PERF_RECORD_EXIT, 100, 1, 101, 1, 30, &s));
+        ctx = build(&b);
+
+        p = decode_context_process(ctx, 100);
+        ASSERT_NOT_NULL(p);
+        m = decode_process_mapping_at(p, 0x400100, 25, &exact);
+        ASSERT_TRUE(m && exact);
+        m = decode_process_mapping_at(p, 0x400100, 30, &exact);
+        ASSERT_TRUE(m && !exact);
+        ASSERT_STREQ(decode_context_comm(ctx, 101, 25), "app");
+        ASSERT_EQ(decode_context_pid_of(ctx, 101), 100);
+        /* The address space changed when the last thread left. */
+        decode_process_version_at(p, 25, &begin, &end);
+        ASSERT_EQ_U64(begin, 11);
+        ASSERT_EQ_U64(end, 30);
+}
+
+/* Records without time (no sample_id_all): all at time 0, and the address
+ * space without time is every mapping the process had, later ones on top,
+ * also those replaced at the same instant. */
+static void test_untimed_union(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        static const uint8_t id[4] = { 1, 2, 3, 4 };
+        const DecodeProcess *p;
+        DecodeInput *in;
+        bool sh = false, ls = false;
+
+        ASSERT_OK(perf_record_append_comm(&b, true, 100, 100, "sh", NULL));
+        ASSERT_OK(perf_record_append_mmap2(&b, PERF_RECORD_MISC_USER, 100, 100, 0x400000, 0x2000, 0, id, 4, 0, 0, 0,
+                                           PROT_READ | PROT_EXEC, MAP_PRIVATE, "/bin/sh", NULL));
+        ASSERT_OK(perf_record_append_comm(&b, true, 100, 100, "ls", NULL));
+        ASSERT_OK(perf_record_append_mmap2(&b, PERF_RECORD_MISC_USER, 100, 100, 0x400000, 0x1000, 0, id, 4, 0, 0, 0,
+                                           PROT_READ | PROT_EXEC, MAP_PRIVATE, "/bin/ls", NULL));
+        ASSERT_OK(decode_input_new("test", &in));
+        ASSERT_OK(decode_input_add_sideband_data(in, "sb", b.data, b.size, false, PERF_SAMPLE_TID, false));
+        ASSERT_OK(decode_context_new(in, &ctx));
+        decode_input_free(in);
+
+        p = decode_context_process(ctx, 100);
+        ASSERT_NOT_NULL(p);
+        ASSERT_EQ(decode_process_version_at(p, DECODE_TIME_UNKNOWN, NULL, NULL), DECODE_VERSION_ALL);
+        DECODE_FOREACH(m, p->maps, p->n_maps) {
+                sh = sh || (streq(m->filename, "/bin/sh") && m->end == 0x402000);
+                ls = ls || (streq(m->filename, "/bin/ls") && m > p->maps);
+        }
+        ASSERT_TRUE(sh);
+        ASSERT_TRUE(ls); /* after /bin/sh: on top of it */
+        ASSERT_STREQ(decode_context_comm(ctx, 100, DECODE_TIME_UNKNOWN), "ls");
+}
+
+RUN_TESTS(TEST(test_threads), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored), TEST(test_leader_exit),
+          TEST(test_untimed_union));

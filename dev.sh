@@ -9,6 +9,7 @@
 #   ./dev.sh test     the whole test suite (unit, integration, decode, system)
 #   ./dev.sh asan     unit + integration suites under ASan/UBSan
 #   ./dev.sh fuzz     every libFuzzer target for a bounded time (clang)
+#   ./dev.sh release  what a release needs: two builds of HEAD give the same bytes
 #   ./dev.sh bench    benchmarks, writes BENCHMARKS.md (--quick: a smoke test)
 #   ./dev.sh deps     only install the Debian packages
 set -euo pipefail
@@ -73,7 +74,16 @@ cmd_test() {
     install_deps
     setup_build build
     say "running the test suites"
-    meson test -C build --print-errorlogs --num-processes "$(jobs)" "$@"
+    meson test -C build --print-errorlogs --num-processes "$(jobs)" --no-suite release "$@"
+}
+
+# Suite "release" (tests/release): slow checks of the build itself, with a
+# log of their own (build/meson-logs/release.json) next to the test run's.
+cmd_release() {
+    install_deps
+    setup_build build
+    say "running the release checks"
+    meson test -C build --print-errorlogs --suite release --logbase release "$@"
 }
 
 cmd_asan() {
@@ -117,6 +127,7 @@ case "$verb" in
     test) cmd_test "$@" ;;
     asan) cmd_asan "$@" ;;
     fuzz) cmd_fuzz "$@" ;;
+    release) cmd_release "$@" ;;
     bench) cmd_bench "$@" ;;
     deps) install_deps ;;
     *) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;

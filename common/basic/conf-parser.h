@@ -16,6 +16,7 @@
  */
 
 #include "common/basic/macro.h"
+#include "common/basic/strv.h" /* lists (config_parse_strv, config_files_list) */
 #include "common/basic/time-util.h"
 
 typedef struct ConfigParserContext {
@@ -85,11 +86,3 @@ int config_parse_path(const ConfigParserContext *ctx, const char *rvalue, void *
 /* Octal file mode such as 0660; stored as uint32_t. */
 int config_parse_mode(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 
-/* strv helpers used by config lists and elsewhere. */
-size_t strv_length(char *const *l);
-int strv_extend(char ***l, const char *s);
-int strv_consume(char ***l, char *s);
-char **strv_copy(char *const *l);
-bool strv_contains(char *const *l, const char *s);
-/* Split on whitespace; no quoting. */
-int strv_split_words(const char *s, char ***ret);

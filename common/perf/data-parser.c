@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "common/basic/strv.h"
 #include "common/perf/data-parser.h"
 
 #define MAX_WARNINGS 32U
@@ -27,25 +28,14 @@ int perf_data_fail(PerfDataParser *ps, int r, const char *fmt, ...) {
 
 /* Take s into d->warnings unless the same line is there: 1 when added. */
 static int add_warning(PerfData *d, char *s) {
-        size_t n = 0;
-        char **l;
+        int r;
 
-        while (d->warnings && d->warnings[n]) {
-                if (streq(d->warnings[n], s)) {
-                        free(s);
-                        return 0;
-                }
-                n++;
-        }
-        l = reallocarray(d->warnings, n + 2, sizeof(char *));
-        if (!l) {
+        if (strv_contains(d->warnings, s)) {
                 free(s);
-                return -ENOMEM;
+                return 0;
         }
-        l[n] = s;
-        l[n + 1] = NULL;
-        d->warnings = l;
-        return 1;
+        r = strv_consume(&d->warnings, s);
+        return r < 0 ? r : 1;
 }
 
 int perf_data_warn(PerfDataParser *ps, const char *fmt, ...) {

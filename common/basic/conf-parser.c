@@ -67,14 +67,6 @@ int config_parse_uint32(const ConfigParserContext *ctx, const char *rvalue, void
         return 0;
 }
 
-int config_parse_int(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
-        if (parse_int(rvalue, field) < 0) {
-                *ret_valid = strdup("an integer");
-                return -EINVAL;
-        }
-        return 0;
-}
-
 int config_parse_string(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
         char **s = field;
         char *n = NULL;

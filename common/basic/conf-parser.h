@@ -64,7 +64,9 @@ extern const char *const config_default_dropin_dirs[];
 int config_parse_files(const ConfigItem *items, const ConfigSectionTemplate *templates, char *const *files,
                        void *userdata, char ***ret_warnings, char **ret_error);
 
-/* Parse one in-memory buffer as if it were file `name`. */
+/* for tests: parse one in-memory buffer as if it were file `name`; the
+ * programs read files (config_parse_files()), tests and the fuzz target
+ * hand their text over directly. */
 int config_parse_text(const ConfigItem *items, const ConfigSectionTemplate *templates, const char *name,
                         const char *text, void *userdata, char ***ret_warnings, char **ret_error);
 
@@ -77,7 +79,6 @@ int config_parse_size(const ConfigParserContext *ctx, const char *rvalue, void *
 int config_parse_duration(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_uint64(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_uint32(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
-int config_parse_int(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_string(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_strv(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_enum(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);

@@ -9,6 +9,7 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
+#include "common/basic/string-util.h"
 #include "common/basic/strv.h"
 #include "common/perf/data-parser.h"
 
@@ -51,8 +52,7 @@ int perf_data_warn(PerfDataParser *ps, const char *fmt, ...) {
                 return s ? add_warning(ps->d, s) < 0 ? -ENOMEM : 0 : -ENOMEM;
         }
         va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
+        s = strdup_vprintf(fmt, ap);
         va_end(ap);
         if (!s)
                 return -ENOMEM;

@@ -10,6 +10,7 @@
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
 #include "common/basic/string-util.h"
+#include "common/basic/strv.h"
 
 /* ptraced.conf is a few KiB; refuse anything absurd rather than reading a
  * device or a runaway file into memory. */
@@ -23,79 +24,6 @@ const char *const config_default_dropin_dirs[] = {
         "/usr/lib/ptraced.conf.d",
         NULL,
 };
-
-size_t strv_length(char *const *l) {
-        size_t n = 0;
-        for (; l && *l; l++)
-                n++;
-        return n;
-}
-
-int strv_consume(char ***l, char *s) {
-        size_t n = strv_length(*l);
-        char **c;
-
-        if (!s)
-                return -ENOMEM;
-        c = realloc(*l, sizeof(char *) * (n + 2));
-        if (!c) {
-                free(s);
-                return -ENOMEM;
-        }
-        c[n] = s;
-        c[n + 1] = NULL;
-        *l = c;
-        return 0;
-}
-
-int strv_extend(char ***l, const char *s) {
-        return strv_consume(l, strdup(s));
-}
-
-char **strv_copy(char *const *l) {
-        _cleanup_strv_free_ char **c = NULL;
-        size_t n = strv_length(l);
-
-        c = calloc(n + 1, sizeof(char *));
-        if (!c)
-                return NULL;
-        for (size_t i = 0; i < n; i++) {
-                c[i] = strdup(l[i]);
-                if (!c[i])
-                        return NULL;
-        }
-        return TAKE_PTR(c);
-}
-
-bool strv_contains(char *const *l, const char *s) {
-        for (; l && *l; l++)
-                if (streq(*l, s))
-                        return true;
-        return false;
-}
-
-int strv_split_words(const char *s, char ***ret) {
-        _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
-        const char *p = s;
-        int r;
-
-        if (!l)
-                return -ENOMEM;
-        for (;;) {
-                size_t n;
-
-                p += strspn(p, " \t\n");
-                if (!*p)
-                        break;
-                n = strcspn(p, " \t\n");
-                r = strv_consume(&l, strndup(p, n));
-                if (r < 0)
-                        return r;
-                p += n;
-        }
-        *ret = TAKE_PTR(l);
-        return 0;
-}
 
 /* ---- typed parsers ---- */
 
@@ -134,14 +62,6 @@ int config_parse_uint64(const ConfigParserContext *ctx, const char *rvalue, void
 int config_parse_uint32(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
         if (parse_uint32(rvalue, field) < 0) {
                 *ret_valid = strdup("a non-negative integer below 2^32");
-                return -EINVAL;
-        }
-        return 0;
-}
-
-int config_parse_int(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
-        if (parse_int(rvalue, field) < 0) {
-                *ret_valid = strdup("an integer");
                 return -EINVAL;
         }
         return 0;

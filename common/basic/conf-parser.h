@@ -16,6 +16,7 @@
  */
 
 #include "common/basic/macro.h"
+#include "common/basic/strv.h" /* lists (config_parse_strv, config_files_list) */
 #include "common/basic/time-util.h"
 
 typedef struct ConfigParserContext {
@@ -63,7 +64,9 @@ extern const char *const config_default_dropin_dirs[];
 int config_parse_files(const ConfigItem *items, const ConfigSectionTemplate *templates, char *const *files,
                        void *userdata, char ***ret_warnings, char **ret_error);
 
-/* Parse one in-memory buffer as if it were file `name`. */
+/* for tests: parse one in-memory buffer as if it were file `name`; the
+ * programs read files (config_parse_files()), tests and the fuzz target
+ * hand their text over directly. */
 int config_parse_text(const ConfigItem *items, const ConfigSectionTemplate *templates, const char *name,
                         const char *text, void *userdata, char ***ret_warnings, char **ret_error);
 
@@ -76,7 +79,6 @@ int config_parse_size(const ConfigParserContext *ctx, const char *rvalue, void *
 int config_parse_duration(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_uint64(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_uint32(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
-int config_parse_int(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_string(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_strv(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 int config_parse_enum(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
@@ -85,11 +87,3 @@ int config_parse_path(const ConfigParserContext *ctx, const char *rvalue, void *
 /* Octal file mode such as 0660; stored as uint32_t. */
 int config_parse_mode(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid);
 
-/* strv helpers used by config lists and elsewhere. */
-size_t strv_length(char *const *l);
-int strv_extend(char ***l, const char *s);
-int strv_consume(char ***l, char *s);
-char **strv_copy(char *const *l);
-bool strv_contains(char *const *l, const char *s);
-/* Split on whitespace; no quoting. */
-int strv_split_words(const char *s, char ***ret);

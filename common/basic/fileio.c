@@ -90,24 +90,6 @@ int loop_write(int fd, const void *buf, size_t n) {
         return 0;
 }
 
-int loop_read_exact(int fd, void *buf, size_t n) {
-        uint8_t *p = buf;
-
-        while (n > 0) {
-                ssize_t k = read(fd, p, n);
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        return -errno;
-                }
-                if (k == 0)
-                        return -EIO;
-                p += k;
-                n -= (size_t) k;
-        }
-        return 0;
-}
-
 int write_string_file(const char *path, const char *s) {
         _cleanup_close_ int fd = -EBADF;
 

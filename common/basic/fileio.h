@@ -14,8 +14,6 @@ int read_one_line_file(const char *path, char **ret);
 int read_one_line_file_at(int dirfd, const char *path, char **ret);
 /* Write all bytes, retrying on short writes and EINTR. */
 int loop_write(int fd, const void *buf, size_t n);
-/* Read exactly n bytes; -EIO on early EOF. */
-int loop_read_exact(int fd, void *buf, size_t n);
 /* Write the string to a file (O_WRONLY|O_CLOEXEC|O_CREAT|O_TRUNC, mode 0644). */
 int write_string_file(const char *path, const char *s);
 /* Create a directory and its parents with the given mode; EEXIST is fine. */

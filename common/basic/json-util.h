@@ -13,6 +13,15 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "common/basic/macro.h"
+
+/* Drops the reference at the end of the scope; NULL is fine. */
+static inline void json_object_putp(struct json_object **o) {
+        if (*o)
+                json_object_put(*o);
+}
+#define _cleanup_json_ _cleanup_(json_object_putp)
+
 int json_add_value(struct json_object *o, const char *key, struct json_object *value);
 int json_add_string(struct json_object *o, const char *key, const char *value);
 int json_add_uint64(struct json_object *o, const char *key, uint64_t value);

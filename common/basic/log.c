@@ -17,10 +17,6 @@ void log_set_target(LogTarget target) {
         log_target = target;
 }
 
-LogTarget log_get_target(void) {
-        return log_target;
-}
-
 void log_set_max_level(int level) {
         log_max_level = level;
 }

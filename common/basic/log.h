@@ -24,9 +24,11 @@ typedef enum LogTarget {
 } LogTarget;
 
 void log_set_target(LogTarget target);
-LogTarget log_get_target(void);
 /* Resolve LOG_TARGET_AUTO and read $PTRACED_LOG_LEVEL / $SYSTEMD_LOG_LEVEL. */
 void log_open(void);
+/* for tests: the programs take their level from the environment in
+ * log_open(); a test or benchmark running the daemon's code in its own
+ * process quiets it with this instead. */
 void log_set_max_level(int level);
 int log_get_max_level(void);
 /* Name printed before messages on stderr ("ptctl: ..."); NULL for none. */

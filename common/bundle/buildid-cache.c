@@ -59,10 +59,6 @@ BuildIdCache *buildid_cache_free(BuildIdCache *c) {
         return NULL;
 }
 
-const char *buildid_cache_dir(const BuildIdCache *c) {
-        return c->dir;
-}
-
 /* "ab/cdef..." relative to the cache directory. */
 static int entry_relpath(const uint8_t *id, size_t id_size, char **ret) {
         _cleanup_free_ char *hex = NULL;

@@ -19,9 +19,8 @@ int buildid_cache_new(const char *dir, BuildIdCache **ret);
 BuildIdCache *buildid_cache_free(BuildIdCache *c);
 DEFINE_TRIVIAL_CLEANUP_FUNC(BuildIdCache *, buildid_cache_free);
 
-const char *buildid_cache_dir(const BuildIdCache *c);
-
-/* Path of the entry for this build-id (whether or not it exists). */
+/* for tests: the path of the entry for this build-id (whether or not it
+ * exists), to check that a bundle's image is a link to it. */
 int buildid_cache_entry_path(const BuildIdCache *c, const uint8_t *id, size_t id_size, char **ret);
 
 /* Make sure the cache holds the ELF file open as fd (read from offset 0).
@@ -37,7 +36,9 @@ int buildid_cache_add_data(BuildIdCache *c, const void *data, size_t size, uint8
                            size_t *ret_id_size, char **ret_path, char **ret_error);
 
 /* Remove least recently used entries until the cache occupies at most
- * max_bytes (and leftover temporaries). */
+ * max_bytes (and leftover temporaries). BuildIdCacheMax= (ptraced.conf(5))
+ * names that limit, but the daemon does not call this yet: only tests do,
+ * and the cache grows without bound. */
 int buildid_cache_trim(BuildIdCache *c, uint64_t max_bytes, unsigned *ret_removed);
-/* Bytes the cache occupies on disk. */
+/* Bytes the cache occupies on disk (tests only, like the trim above). */
 int buildid_cache_usage(BuildIdCache *c, uint64_t *ret);

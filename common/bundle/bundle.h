@@ -7,7 +7,7 @@
  * documented in ptraced-bundle(5). This is the one writer and the one
  * reader; the daemon, the synthesizer and the decoder all go through it.
  *
- * Writing (daemon dump stage, tests/ptsynth):
+ * Writing (daemon dump stage, the synthesizer's bundle builder):
  *
  *     _cleanup_(bundle_writer_freep) BundleWriter *w = NULL;
  *     r = bundle_writer_new("/var/lib/ptraced/bundles", "ptraced-....tar", &opts, &w, &error);
@@ -118,13 +118,11 @@ int bundle_writer_add_member(BundleWriter *w, const char *name, const void *data
  * temporary in the bundles directory first, since tar needs the size up front. */
 int bundle_writer_add_member_fd(BundleWriter *w, const char *name, int fd, BundleMemberFlags flags,
                                 char **ret_error);
+/* Same, opening path. The synthesizer's bundle builder (daemon/synth/bundle.c)
+ * adds its kernel and images with it; ptraced's dump stage opens its files
+ * itself and hands over fds. */
 int bundle_writer_add_member_path(BundleWriter *w, const char *name, const char *path, BundleMemberFlags flags,
                                   char **ret_error);
-
-/* Bytes written to the temporary so far (tar headers and padding included). */
-uint64_t bundle_writer_size(const BundleWriter *w);
-/* The members written so far; valid until the next add or finish. */
-const BundleMember *bundle_writer_members(const BundleWriter *w, size_t *ret_n);
 
 /* Fill m->members from what was written (replacing whatever was there),
  * validate m, append manifest.json, fsync, set mode/group, link or rename
@@ -174,7 +172,9 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BundleReader *, bundle_reader_free);
 const BundleManifest *bundle_reader_manifest(const BundleReader *r);
 /* Size of the bundle file on disk (compressed size for .tar.zst). */
 uint64_t bundle_reader_file_size(const BundleReader *r);
-/* True when the file was a whole-file-compressed bundle.tar.zst. */
+/* for tests: true when the file was a whole-file-compressed bundle.tar.zst,
+ * so a test can tell that path was taken; readers see the same members
+ * either way and have no reason to ask. */
 bool bundle_reader_was_compressed(const BundleReader *r);
 
 /* Read one member by logical name into memory, decompressed and verified.

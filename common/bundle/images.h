@@ -52,10 +52,13 @@ int bundle_images_add_vdso(BundleImages *s, pid_t pid, uint64_t start, uint64_t 
 
 /* Executable anonymous memory of pid at [addr, addr+len), from /proc/PID/mem.
  * Same returns; a range over budget is left out (the manifest's jit list only
- * names what is present). */
+ * names what is present). The bundle format has JIT regions
+ * (ptraced-bundle(5)), but the dump stage does not capture them yet: only
+ * tests call this. */
 int bundle_images_add_jit(BundleImages *s, pid_t pid, uint64_t addr, uint64_t len);
 
-/* Bytes of images and JIT staged so far. */
+/* for tests: bytes of images and JIT staged so far, to check the budget
+ * from outside; the stage applies it itself. */
 uint64_t bundle_images_staged_size(const BundleImages *s);
 
 /* Append the image and JIT entries to m (m->images, m->jit). */

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
-/* Helpers shared by the bundle writer and reader; not a public API. */
+/* Helpers shared by the modules of common/bundle/; not a public API. */
 
 #include <stdarg.h>
 
@@ -14,6 +14,17 @@
 
 /* Set *ret_error (when ret_error is not NULL) and return error. */
 _printf_(3, 4) int bundle_set_error(int error, char **ret_error, const char *fmt, ...);
+/* The common case of a manifest or member that says something impossible:
+ * set *ret_error and return -EBADMSG. */
+_printf_(2, 3) int bundle_invalid(char **ret_error, const char *fmt, ...);
+
+/* Return early with a negative errno. */
+#define TRY(expr)                                                                                           \
+        do {                                                                                                \
+                int _r = (expr);                                                                            \
+                if (_r < 0)                                                                                 \
+                        return _r;                                                                          \
+        } while (0)
 
 /* The zstd frame magic, little endian: 28 b5 2f fd. */
 static inline bool bundle_is_zstd_magic(const uint8_t *p, size_t n) {

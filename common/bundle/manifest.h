@@ -245,12 +245,17 @@ void bundle_manifest_compute_window(BundleManifest *m);
 
 /* Lookups; NULL when absent. */
 const BundleMember *bundle_manifest_find_member(const BundleManifest *m, const char *name);
-const BundleCpu *bundle_manifest_find_cpu(const BundleManifest *m, uint32_t cpu);
+/* The trace synthesizer's bundle builder (daemon/synth/bundle.c) finds
+ * images it already listed with it; ptraced's dump path never looks one up. */
 const BundleImage *bundle_manifest_find_image(const BundleManifest *m, const uint8_t *build_id, size_t size);
 
-/* Trigger details: add (or replace) one key of the open details object. */
-int bundle_trigger_set_detail_string(BundleTrigger *t, const char *key, const char *value);
+/* Trigger details: add (or replace) one key of the open details object.
+ * Triggers hand over whole objects they built with json-c; the manager
+ * and the synthesizer add numbers (_u64). The string, signed and boolean
+ * setters are for tests: they fill details with every JSON type a trigger
+ * may put there, which the serializer and the parser must keep. */
 int bundle_trigger_set_detail_u64(BundleTrigger *t, const char *key, uint64_t value);
+int bundle_trigger_set_detail_string(BundleTrigger *t, const char *key, const char *value);
 int bundle_trigger_set_detail_i64(BundleTrigger *t, const char *key, int64_t value);
 int bundle_trigger_set_detail_bool(BundleTrigger *t, const char *key, bool value);
 

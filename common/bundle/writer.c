@@ -253,15 +253,6 @@ BundleWriter *bundle_writer_free(BundleWriter *w) {
         return NULL;
 }
 
-uint64_t bundle_writer_size(const BundleWriter *w) {
-        return w->written;
-}
-
-const BundleMember *bundle_writer_members(const BundleWriter *w, size_t *ret_n) {
-        *ret_n = w->n_members;
-        return w->members;
-}
-
 static int check_new_member(BundleWriter *w, const char *name, char **ret_error) {
         if (w->finished)
                 return bundle_set_error(-ESTALE, ret_error, "bundle is already finished");

@@ -56,7 +56,9 @@ void varlink_buffer_done(VarlinkBuffer *b);
  * complete messages count against the limit. Messages handed out before
  * this call are invalidated. */
 ssize_t varlink_buffer_read(VarlinkBuffer *b, int fd);
-/* Append bytes (for tests and fuzzing). Same errors as above. */
+/* for tests: append bytes without a socket, so the unit test and the fuzz
+ * target drive the same framing varlink_buffer_read() feeds. Same errors
+ * as above. */
 int varlink_buffer_append(VarlinkBuffer *b, const void *p, size_t n);
 /* The next complete message: returns 1 with *ret pointing at it
  * (NUL-terminated, *ret_size without the NUL), valid until the next

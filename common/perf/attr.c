@@ -110,22 +110,6 @@ int tracking_features_probe(int cpu, TrackingFeatures *ret) {
         return off;
 }
 
-void perf_attr_intel_pt(uint32_t pmu_type, const PtEventConfig *cfg, struct perf_event_attr *ret) {
-        memset(ret, 0, sizeof(*ret));
-        ret->size = sizeof(*ret);
-        ret->type = pmu_type;
-        ret->config = cfg->config[0];
-        ret->config1 = cfg->config[1];
-        ret->config2 = cfg->config[2];
-        /* As perf record does for intel_pt: a period of 1, no frequency. */
-        ret->sample_period = 1;
-        ret->sample_type = PTRACED_SAMPLE_TYPE;
-        ret->sample_id_all = 1;
-        ret->disabled = 1;
-        ret->exclude_user = cfg->exclude_user;
-        ret->exclude_kernel = cfg->exclude_kernel;
-}
-
 void perf_attr_tracking(const TrackingFeatures *features, uint32_t wakeup_bytes, struct perf_event_attr *ret) {
         base_attr(ret);
         for (unsigned f = 0; f < _TRACKING_FEATURE_MAX; f++)

@@ -2,14 +2,15 @@
 #pragma once
 
 /*
- * perf_event_attr builders for ptraced's two per-CPU events, and a probe of
- * which side-band features the running kernel accepts.
+ * perf_event_attr of ptraced's per-CPU side-band (dummy tracking) event, the
+ * sample_id layout both per-CPU events share, and a probe of which
+ * side-band features the running kernel accepts. The intel_pt event's attr
+ * is built from its configuration (common/pt/event-config.h).
  */
 
 #include <linux/perf_event.h>
 
 #include "common/basic/macro.h"
-#include "common/pt/event-config.h"
 
 /* Every event carries this sample_id trailer so records have pid/tid, time,
  * CPU and the id of the event (to tell the intel_pt event's AUX records from
@@ -44,10 +45,6 @@ void tracking_features_all(TrackingFeatures *ret);
  * Features it rejects with EINVAL/E2BIG are turned off. Returns the number
  * turned off, or negative errno when not even a plain dummy event opens. */
 int tracking_features_probe(int cpu, TrackingFeatures *ret);
-
-/* The per-CPU intel_pt event: system-wide, disabled until enabled,
- * sample_id_all with PTRACED_SAMPLE_TYPE, exclusions from the config. */
-void perf_attr_intel_pt(uint32_t pmu_type, const PtEventConfig *cfg, struct perf_event_attr *ret);
 
 /* The per-CPU dummy tracking event: mmap, mmap2, comm, comm_exec, task,
  * context_switch, ksymbol, bpf_event, text_poke, cgroup, namespaces,

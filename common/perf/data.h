@@ -390,5 +390,7 @@ int perf_data_parse(const void *data, size_t size, const PerfDataLimits *limits,
 /* Read from an fd: a regular file is mapped; anything else (a pipe) is
  * read into memory up to max_file_size. */
 int perf_data_read_fd(int fd, const PerfDataLimits *limits, PerfData **ret, char **ret_error);
-/* The event an id belongs to (first event for id 0 or a single event), or NULL. */
+/* for tests: the event an id belongs to (first event for id 0 or a single
+ * event), or NULL. The reader resolves ids itself while it re-encodes the
+ * side-band, so no caller needs it; tests check the attrs and ids read. */
 const PerfDataEvent *perf_data_find_event(const PerfData *d, uint64_t id);

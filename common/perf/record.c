@@ -1,25 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
+#include "common/basic/cursor.h"
 #include "common/perf/record.h"
 
-/* Reading fields: the buffer may come from a ring bounce buffer or a file
- * at any alignment, so fields are copied out, never dereferenced in place. */
-typedef struct Cursor {
-        const uint8_t *p;
-        size_t left;
-} Cursor;
-
-static bool cur_take(Cursor *c, void *dst, size_t n) {
-        if (c->left < n)
-                return false;
-        if (dst)
-                memcpy(dst, c->p, n);
-        c->p += n;
-        c->left -= n;
-        return true;
-}
-
-#define TAKE(c, field) cur_take(c, &(field), sizeof(field))
+#define TAKE(c, field) cursor_take(c, &(field), sizeof(field))
 
 /* A NUL-terminated string occupying the rest of the cursor (padding
  * included). */
@@ -168,7 +152,7 @@ int perf_record_parse(const void *buf, size_t size, uint64_t sample_type, bool s
                         uint16_t res2;
                         ret->mmap2.has_build_id = true;
                         if (!TAKE(&c, ret->mmap2.build_id_size) || !TAKE(&c, res1) || !TAKE(&c, res2) ||
-                            !cur_take(&c, ret->mmap2.build_id, PERF_BUILD_ID_MAX))
+                            !cursor_take(&c, ret->mmap2.build_id, PERF_BUILD_ID_MAX))
                                 return -EBADMSG;
                         if (ret->mmap2.build_id_size > PERF_BUILD_ID_MAX)
                                 return -EBADMSG;
@@ -231,7 +215,7 @@ int perf_record_parse(const void *buf, size_t size, uint64_t sample_type, bool s
 
         case PERF_RECORD_BPF_EVENT:
                 if (!TAKE(&c, ret->bpf_event.type) || !TAKE(&c, ret->bpf_event.flags) || !TAKE(&c, ret->bpf_event.id) ||
-                    !cur_take(&c, ret->bpf_event.tag, sizeof(ret->bpf_event.tag)))
+                    !cursor_take(&c, ret->bpf_event.tag, sizeof(ret->bpf_event.tag)))
                         return -EBADMSG;
                 return 0;
 
@@ -240,10 +224,10 @@ int perf_record_parse(const void *buf, size_t size, uint64_t sample_type, bool s
                     !TAKE(&c, ret->text_poke.new_len))
                         return -EBADMSG;
                 ret->text_poke.old_bytes = c.p;
-                if (!cur_take(&c, NULL, ret->text_poke.old_len))
+                if (!cursor_take(&c, NULL, ret->text_poke.old_len))
                         return -EBADMSG;
                 ret->text_poke.new_bytes = c.p;
-                if (!cur_take(&c, NULL, ret->text_poke.new_len))
+                if (!cursor_take(&c, NULL, ret->text_poke.new_len))
                         return -EBADMSG;
                 return 0;
 

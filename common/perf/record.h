@@ -160,16 +160,30 @@ int perf_record_append_fork(Buffer *b, uint32_t type /* FORK or EXIT */, uint32_
                             uint32_t tid, uint32_t ptid, uint64_t time, const PerfSampleId *sid);
 int perf_record_append_switch_cpu_wide(Buffer *b, bool out, bool preempt, uint32_t next_prev_pid,
                                        uint32_t next_prev_tid, const PerfSampleId *sid);
-int perf_record_append_switch(Buffer *b, bool out, bool preempt, const PerfSampleId *sid);
 int perf_record_append_itrace_start(Buffer *b, uint32_t pid, uint32_t tid, const PerfSampleId *sid);
 int perf_record_append_aux(Buffer *b, uint64_t aux_offset, uint64_t aux_size, uint64_t flags,
                            const PerfSampleId *sid);
 int perf_record_append_lost(Buffer *b, uint64_t id, uint64_t lost, const PerfSampleId *sid);
-int perf_record_append_ksymbol(Buffer *b, uint64_t addr, uint32_t len, uint16_t ksym_type, uint16_t flags,
-                               const char *name, const PerfSampleId *sid);
+/* The trace synthesizer emits one when it flips its kernel's static key
+ * (--text-poke, daemon/synth/machine.c), as text_poke_bp() makes the
+ * kernel do; ptraced's own path only reads them. */
 int perf_record_append_text_poke(Buffer *b, uint64_t addr, const uint8_t *old_bytes, uint16_t old_len,
                                  const uint8_t *new_bytes, uint16_t new_len, const PerfSampleId *sid);
-/* Copy an already encoded record (e.g. from a ring) as is. */
+
+/*
+ * for tests: records the kernel writes but nothing of ours builds. ptraced
+ * opens CPU-wide events only, so the kernel gives it SWITCH_CPU_WIDE and
+ * never the per-thread SWITCH (perf record --per-thread files hold those);
+ * the synthesizer's kernel loads no BPF programs, so it has no KSYMBOL to
+ * tell. Readers and the decoder handle both, and tests build them with
+ * these; a synthesizer that grows BPF-like code should use the KSYMBOL
+ * builder too.
+ */
+int perf_record_append_switch(Buffer *b, bool out, bool preempt, const PerfSampleId *sid);
+int perf_record_append_ksymbol(Buffer *b, uint64_t addr, uint32_t len, uint16_t ksym_type, uint16_t flags,
+                               const char *name, const PerfSampleId *sid);
+/* for tests: copy a hand-made record as is (after checking its header's
+ * size), to feed readers what no builder makes. */
 int perf_record_append_raw(Buffer *b, const void *record, size_t size);
 
 /*

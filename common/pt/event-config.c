@@ -7,8 +7,9 @@
 #include "common/basic/buffer.h"
 #include "common/basic/conf-parser.h"
 #include "common/basic/parse-util.h"
-#include "common/pt/event-config.h"
 #include "common/basic/string-util.h"
+#include "common/perf/attr.h"
+#include "common/pt/event-config.h"
 
 void pt_event_config_done(PtEventConfig *c) {
         c->text = mfree(c->text);
@@ -357,4 +358,20 @@ int pt_event_config_parse(const Pmu *pmu, const char *text, PtEventConfig *ret, 
         *ret = c;
         c = (PtEventConfig){};
         return 0;
+}
+
+void pt_event_config_to_attr(const PtEventConfig *c, uint32_t pmu_type, struct perf_event_attr *ret) {
+        memset(ret, 0, sizeof(*ret));
+        ret->size = sizeof(*ret);
+        ret->type = pmu_type;
+        ret->config = c->config[0];
+        ret->config1 = c->config[1];
+        ret->config2 = c->config[2];
+        /* As perf record does for intel_pt: a period of 1, no frequency. */
+        ret->sample_period = 1;
+        ret->sample_type = PTRACED_SAMPLE_TYPE;
+        ret->sample_id_all = 1;
+        ret->disabled = 1;
+        ret->exclude_user = c->exclude_user;
+        ret->exclude_kernel = c->exclude_kernel;
 }

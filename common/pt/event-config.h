@@ -21,6 +21,8 @@
  * message ("Invalid mtc_period for intel_pt. Valid values are: 0,3,6,9").
  */
 
+#include <linux/perf_event.h>
+
 #include "common/basic/macro.h"
 #include "common/perf/pmu.h"
 
@@ -47,3 +49,8 @@ char *pt_valid_values_string(uint64_t bitmap);
 
 /* Field accessors by format name; -ENOENT when the PMU lacks the format. */
 int pt_event_config_get(const Pmu *pmu, const PtEventConfig *c, const char *term, uint64_t *ret);
+
+/* The per-CPU intel_pt event for this config: system-wide, disabled until
+ * enabled, sample_id_all with PTRACED_SAMPLE_TYPE, exclusions from the
+ * config. */
+void pt_event_config_to_attr(const PtEventConfig *c, uint32_t pmu_type, struct perf_event_attr *ret);

@@ -109,7 +109,7 @@ int recorder_cpu_open_pt(Recorder *r, RecorderCpu *c, nsec_t now) {
         void *p;
         int fd, k;
 
-        perf_attr_intel_pt(r->opts.pmu->type, &r->event, &attr);
+        pt_event_config_to_attr(&r->event, r->opts.pmu->type, &attr);
         fd = pmu_backend_event_open(b, &attr, -1, (int) c->cpu, -1, 0);
         if (fd == -EBUSY) {
                 /* Another intel_pt user (perf record -e intel_pt, another

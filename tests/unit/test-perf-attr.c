@@ -2,13 +2,14 @@
 
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
+#include "common/pt/event-config.h"
 #include "test.h"
 
 static void test_intel_pt_attr(void) {
         PtEventConfig c = { .config = { 0x2401, 0, 0, 0 }, .exclude_kernel = true };
         struct perf_event_attr a;
 
-        perf_attr_intel_pt(8, &c, &a);
+        pt_event_config_to_attr(&c, 8, &a);
         ASSERT_EQ(a.type, 8);
         ASSERT_EQ(a.size, sizeof(a));
         ASSERT_EQ_U64(a.config, 0x2401);

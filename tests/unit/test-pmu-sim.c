@@ -47,7 +47,7 @@ static int open_pt(PmuBackend *b, int cpu, const char *event, Ev *ev, size_t aux
 
         ASSERT_OK(pmu_load(b->sysfs_root, "intel_pt", &pmu));
         ASSERT_OK(pt_event_config_parse(pmu, event, &c, &err));
-        perf_attr_intel_pt(pmu->type, &c, &a);
+        pt_event_config_to_attr(&c, pmu->type, &a);
         ev->fd = pmu_backend_event_open(b, &a, -1, cpu, -1, 0);
         if (ev->fd < 0)
                 return ev->fd;
@@ -212,7 +212,7 @@ static void test_errors(void) {
         void *p;
 
         /* Unknown config bits and values the caps do not allow. */
-        perf_attr_intel_pt(PMU_SIM_PMU_TYPE, &c, &a);
+        pt_event_config_to_attr(&c, PMU_SIM_PMU_TYPE, &a);
         ASSERT_ERROR(pmu_backend_event_open(b, &a, -1, 0, -1, 0), EINVAL);
         a.config = 1 | (4ULL << 14); /* mtc_period=4 */
         ASSERT_ERROR(pmu_backend_event_open(b, &a, -1, 0, -1, 0), EINVAL);
@@ -238,7 +238,7 @@ static void test_errors(void) {
         Ev ev3;
         _cleanup_pmu_free_ Pmu *pmu = NULL;
         ASSERT_OK(pmu_load(b->sysfs_root, "intel_pt", &pmu));
-        perf_attr_intel_pt(pmu->type, &(PtEventConfig){ .config = { 1 } }, &a);
+        pt_event_config_to_attr(&(PtEventConfig){ .config = { 1 } }, pmu->type, &a);
         ev3.fd = pmu_backend_event_open(b, &a, -1, 1, -1, 0);
         ASSERT_OK(ev3.fd);
         ASSERT_OK(pmu_backend_mmap(b, ev3.fd, 9 * 4096, PROT_READ | PROT_WRITE, 0, &ev3.ring));

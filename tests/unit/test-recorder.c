@@ -171,7 +171,7 @@ static void test_busy_retry(void) {
         int other;
 
         fixture_init(&f, 3, 1 << 20, 16 * 1024);
-        perf_attr_intel_pt(f.pmu->type, &f.event, &a);
+        pt_event_config_to_attr(&f.event, f.pmu->type, &a);
         other = pmu_backend_event_open(f.backend, &a, -1, 1, -1, 0);
         ASSERT_OK(other);
 

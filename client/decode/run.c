@@ -132,8 +132,8 @@ static void render_start(void *userdata) {
 static int render_take(void *userdata, DecodeSegmentResult *res) {
         RenderSink *rs = userdata;
 
-        return decode_format_render_records(rs->d->formatter, &rs->d->output, rs->cache, &rs->rs, res,
-                                            &res->text);
+        return decode_format_output(rs->d->formatter, &rs->d->output, rs->cache, NULL, &rs->rs, res,
+                                    res->records, res->n_records, &res->text);
 }
 
 static void *run_job(void *userdata, size_t worker, size_t job, int *ret_error) {
@@ -196,7 +196,7 @@ static void account(Decoder *d, const DecodeSegmentResult *res) {
 }
 
 /* The format over the stitched stream. Merging by time writes out after
- * every record; CPU by CPU after every segment. */
+ * every record (they come one by one); CPU by CPU after every segment. */
 static int consume(Run *run, DecodeStitcher *st, DecodeFormatCache *cache, void *fstate, DecodeProgress *pg,
                    Buffer *out) {
         Decoder *d = run->d;
@@ -230,9 +230,9 @@ static int consume(Run *run, DecodeStitcher *st, DecodeFormatCache *cache, void 
                                 recycle_text(run, &it.segment->text);
                         }
                         break;
-                case DECODE_STITCH_RECORD:
+                case DECODE_STITCH_RECORDS:
                         r = decode_format_output(f, &d->output, cache, fstate, &rs[it.cpu_index], it.segment,
-                                                 it.record, out);
+                                                 it.records, it.n_records, out);
                         if (r >= 0 && by_time)
                                 r = flush_buffer(run, out, false);
                         if (r < 0)

@@ -58,9 +58,10 @@ struct DecodeStitcher {
          * the next call. */
         DecodeSegmentResult *done;
 
-        /* CPU by CPU: the segment being handed out. */
+        /* CPU by CPU: the segment being handed out, and whether its
+         * records were. */
         DecodeSegmentResult *cur;
-        size_t pos;
+        bool cur_records;
 
         /* By time. */
         MergeCpu *cpus;
@@ -134,11 +135,13 @@ static int next_in_order(DecodeStitcher *s, DecodeStitchItem *ret) {
         if (s->cur) {
                 size_t cpu_index = s->plan->segments[s->cur->segment].cpu_index;
 
-                if (s->pos < s->cur->n_records) {
+                if (!s->cur_records && s->cur->n_records > 0) {
+                        s->cur_records = true;
                         *ret = (DecodeStitchItem){
-                                .kind = DECODE_STITCH_RECORD,
+                                .kind = DECODE_STITCH_RECORDS,
                                 .segment = s->cur,
-                                .record = &s->cur->records[s->pos++],
+                                .records = s->cur->records,
+                                .n_records = s->cur->n_records,
                                 .cpu_index = cpu_index,
                         };
                         return 1;
@@ -155,7 +158,7 @@ static int next_in_order(DecodeStitcher *s, DecodeStitchItem *ret) {
         r = take_result(s, &s->cur);
         if (r <= 0)
                 return r;
-        s->pos = 0;
+        s->cur_records = false;
         *ret = (DecodeStitchItem){
                 .kind = DECODE_STITCH_SEGMENT,
                 .segment = s->cur,
@@ -259,9 +262,10 @@ static int next_by_time(DecodeStitcher *s, DecodeStitchItem *ret) {
         m = &s->cpus[best];
         m->last_key = best_key;
         *ret = (DecodeStitchItem){
-                .kind = DECODE_STITCH_RECORD,
+                .kind = DECODE_STITCH_RECORDS,
                 .segment = m->queue[0],
-                .record = &m->queue[0]->records[m->pos++],
+                .records = &m->queue[0]->records[m->pos++],
+                .n_records = 1,
                 .cpu_index = best,
         };
         return 1;

@@ -14,7 +14,8 @@
  *     record without time (or going backwards) keeps its CPU's last
  *     time, so each CPU's own order is never changed.
  *
- * A stage: decode_stitcher_next() hands out the items one by one.
+ * A stage: decode_stitcher_next() hands out the items one by one, a
+ * segment's records at once where it can (CPU by CPU), else one by one.
  */
 
 #include "client/decode/index.h"
@@ -28,7 +29,7 @@ int decode_stitch_order(const DecodeSegmentPlan *plan, size_t n_cpus, bool by_ti
 
 typedef enum DecodeStitchKind {
         DECODE_STITCH_SEGMENT,     /* a segment's result arrived from the pool (in job order) */
-        DECODE_STITCH_RECORD,      /* the next record in output order */
+        DECODE_STITCH_RECORDS,     /* the next records in output order */
         DECODE_STITCH_SEGMENT_END, /* the stream is through a segment's records */
 } DecodeStitchKind;
 
@@ -37,7 +38,8 @@ typedef struct DecodeStitchItem {
         /* Owned by the stitcher, valid until the call after its
          * DECODE_STITCH_SEGMENT_END; the caller may take its buffers. */
         DecodeSegmentResult *segment;
-        const DecodeRecord *record; /* DECODE_STITCH_RECORD */
+        const DecodeRecord *records; /* DECODE_STITCH_RECORDS: records[0, n_records) of segment */
+        size_t n_records;
         size_t cpu_index;           /* the segment's CPU (into DecodeIndex.cpus) */
 } DecodeStitchItem;
 

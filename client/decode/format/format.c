@@ -57,7 +57,7 @@ const char *decode_format_comm(const DecodeFormatEnv *env, const DecodeRecord *r
         return decode_context_comm(env->ctx, r->tid, t);
 }
 
-bool decode_format_selected(const DecodeFormatEnv *env, const DecodeRecord *r) {
+static bool selected(const DecodeFormatEnv *env, const DecodeRecord *r) {
         const DecodeOptions *o = env->opts;
 
         if (!env->any_filter)
@@ -95,26 +95,16 @@ bool decode_format_selected(const DecodeFormatEnv *env, const DecodeRecord *r) {
 
 int decode_format_output(const DecodeFormatter *f, const DecodeFormatEnv *env, DecodeFormatCache *c,
                          void *state, DecodeRenderState *rs, const DecodeSegmentResult *seg,
-                         const DecodeRecord *r, Buffer *out) {
-        if (!decode_format_selected(env, r))
-                return 0;
-        if (f->stateless)
-                return f->render(env, c, rs, seg, r, out);
-        if (f->consume)
-                return f->consume(env, c, state, seg, r, out);
-        return 0;
-}
+                         const DecodeRecord *records, size_t n, Buffer *out) {
+        for (size_t i = 0; i < n; i++) {
+                int r = 0;
 
-int decode_format_render_records(const DecodeFormatter *f, const DecodeFormatEnv *env, DecodeFormatCache *c,
-                                 DecodeRenderState *rs, const DecodeSegmentResult *seg, Buffer *out) {
-        assert(f->stateless);
-
-        for (size_t i = 0; i < seg->n_records; i++) {
-                int r;
-
-                if (!decode_format_selected(env, &seg->records[i]))
+                if (!selected(env, &records[i]))
                         continue;
-                r = f->render(env, c, rs, seg, &seg->records[i], out);
+                if (f->stateless)
+                        r = f->render(env, c, rs, seg, &records[i], out);
+                else if (f->consume)
+                        r = f->consume(env, c, state, seg, &records[i], out);
                 if (r < 0)
                         return r;
         }

@@ -45,8 +45,6 @@ typedef struct DecodeFormatEnv {
         size_t branches_split;
 } DecodeFormatEnv;
 
-/* Does r pass the filters? */
-bool decode_format_selected(const DecodeFormatEnv *env, const DecodeRecord *r);
 /* The name of r's thread at r's time, or NULL. */
 const char *decode_format_comm(const DecodeFormatEnv *env, const DecodeRecord *r);
 
@@ -93,14 +91,12 @@ typedef struct DecodeFormatter {
 
 const DecodeFormatter *decode_formatter_get(DecodeFormat f);
 
-/* Feed one record to the format, in output order: rendered (stateless) or
- * consumed (stateful), if the filters select it. */
+/* Feed records[0, n) of seg to the format, in output order: rendered
+ * (stateless formats) or consumed (stateful ones, with their state), those
+ * the filters (--pid/--tid/--comm/--time) select. */
 int decode_format_output(const DecodeFormatter *f, const DecodeFormatEnv *env, DecodeFormatCache *c,
                          void *state, DecodeRenderState *rs, const DecodeSegmentResult *seg,
-                         const DecodeRecord *r, Buffer *out);
-/* A stateless format: render the selected records of seg, in order. */
-int decode_format_render_records(const DecodeFormatter *f, const DecodeFormatEnv *env, DecodeFormatCache *c,
-                                 DecodeRenderState *rs, const DecodeSegmentResult *seg, Buffer *out);
+                         const DecodeRecord *records, size_t n, Buffer *out);
 
 extern const DecodeFormatter decode_format_branches;
 extern const DecodeFormatter decode_format_insn;

@@ -14,30 +14,8 @@
 #include "client/decode/decode.h"
 #include "client/decode/summary.h"
 
-static int add_warning(Decoder *d, const char *fmt, ...) _printf_(2, 3);
-static int add_warning(Decoder *d, const char *fmt, ...) {
-        size_t n = 0;
-        char **l, *s;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        while (d->warnings && d->warnings[n])
-                n++;
-        l = reallocarray(d->warnings, n + 2, sizeof(char *));
-        if (!l) {
-                free(s);
-                return -ENOMEM;
-        }
-        l[n] = s;
-        l[n + 1] = NULL;
-        d->warnings = l;
-        return 0;
-}
+/* Notes for the user in the summary (decoder_print_summary()). */
+#define add_warning(d, ...) decode_strv_printf(&(d)->warnings, __VA_ARGS__)
 
 static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
 static int set_error(char **ret_error, const char *fmt, ...) {

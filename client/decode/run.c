@@ -12,6 +12,8 @@
  * workers for their next segments.
  */
 
+#include <pthread.h>
+
 #include "client/decode/decode.h"
 #include "client/decode/progress.h"
 #include "client/decode/stitch.h"

@@ -12,6 +12,7 @@
 #include <sys/stat.h>
 
 #include "client/export/internal.h"
+#include "common/basic/conf-parser.h"
 #include "common/basic/fileio.h"
 
 void export_perf_result_done(ExportPerfResult *r) {
@@ -20,26 +21,16 @@ void export_perf_result_done(ExportPerfResult *r) {
 }
 
 int export_note(ExportPerfResult *res, const char *fmt, ...) {
-        _cleanup_free_ char *s = NULL;
-        size_t n = 0;
+        char *s;
         va_list ap;
-        char **l;
+        int r;
 
         va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
+        r = vasprintf(&s, fmt, ap);
         va_end(ap);
-        if (!s)
+        if (r < 0)
                 return -ENOMEM;
-        while (res->notes && res->notes[n])
-                n++;
-        l = reallocarray(res->notes, n + 2, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        l[n] = TAKE_PTR(s);
-        l[n + 1] = NULL;
-        res->notes = l;
-        return 0;
+        return strv_consume(&res->notes, s);
 }
 
 int export_error(char **ret_error, int r, const char *fmt, ...) {

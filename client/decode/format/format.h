@@ -14,8 +14,6 @@
  * DecodeFormatEnv gives, nothing of the decoder that runs them.
  */
 
-#include <pthread.h>
-
 #include "client/decode/clock.h"
 #include "client/decode/context.h"
 #include "client/decode/options.h"

@@ -31,8 +31,6 @@
  * the workers' libipt images.
  */
 
-#include <pthread.h>
-
 #include "client/decode/context.h"
 #include "client/decode/input/input.h"
 

@@ -72,7 +72,6 @@ struct DecodeImages {
         U64Map views;       /* (pid << 32 | version) -> DecodeView*[n_epochs]; pid unknown: key UINT64_MAX */
         U64Map resolutions; /* mapping key -> (image index + 1), or SIZE_MAX for none */
         char **notes;
-        size_t n_notes;
 };
 
 /* load.c */

@@ -16,27 +16,8 @@
 
 #define MAX_SEGMENTS 256
 
-static int add_note(DecodeImages *im, const char *fmt, ...) _printf_(2, 3);
-static int add_note(DecodeImages *im, const char *fmt, ...) {
-        char **n, *s;
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        n = reallocarray(im->notes, im->n_notes + 2, sizeof(char *));
-        if (!n) {
-                free(s);
-                return -ENOMEM;
-        }
-        im->notes = n;
-        im->notes[im->n_notes++] = s;
-        im->notes[im->n_notes] = NULL;
-        return 0;
-}
+/* A note for the user about an image that cannot be used. */
+#define add_note(im, ...) decode_strv_printf(&(im)->notes, __VA_ARGS__)
 
 DecodeImages *decode_images_free(DecodeImages *im) {
         void *v;

@@ -9,8 +9,6 @@
  * it ran in. One DecodeSegmentResult per segment of the plan.
  */
 
-#include <intel-pt.h>
-
 #include "common/basic/buffer.h"
 #include "client/decode/image/image.h"
 #include "client/decode/insn.h"

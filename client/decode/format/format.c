@@ -47,16 +47,6 @@ DecodeFormatCache *decode_format_cache_free(DecodeFormatCache *c) {
         return mfree(c);
 }
 
-const char *decode_format_comm(const DecodeFormatEnv *env, const DecodeRecord *r) {
-        uint64_t t = 0;
-
-        if (r->tid == DECODE_PID_UNKNOWN)
-                return NULL;
-        if (env->clock->has_conversion && (r->flags & DECODE_RECORD_HAS_TIME))
-                t = perf_tsc_to_time(&env->clock->conversion, r->tsc);
-        return decode_context_comm(env->ctx, r->tid, t);
-}
-
 static bool selected(const DecodeFormatEnv *env, const DecodeRecord *r) {
         const DecodeOptions *o = env->opts;
 

@@ -43,8 +43,17 @@ typedef struct DecodeFormatEnv {
         size_t branches_split;
 } DecodeFormatEnv;
 
-/* The name of r's thread at r's time, or NULL. */
-const char *decode_format_comm(const DecodeFormatEnv *env, const DecodeRecord *r);
+/* The name of r's thread at r's time, or NULL. Inline: most text lines
+ * have one. */
+static inline const char *decode_format_comm(const DecodeFormatEnv *env, const DecodeRecord *r) {
+        uint64_t t = 0;
+
+        if (r->tid == DECODE_PID_UNKNOWN)
+                return NULL;
+        if (env->clock->has_conversion && (r->flags & DECODE_RECORD_HAS_TIME))
+                t = perf_tsc_to_time(&env->clock->conversion, r->tsc);
+        return decode_context_comm(env->ctx, r->tid, t);
+}
 
 /* What one thread rendering records owns: a cache in front of the shared
  * symbolizer and the lines --format=branches rendered lately. */

@@ -2,16 +2,17 @@
 
 /*
  * ptctl: talk to ptraced and work with bundles. Thin by design: global
- * options, then dispatch to a verb (client/ptctl-*.c). Each verb parses its
- * own options; --socket and --json are accepted before or after the verb.
+ * options, then dispatch to a verb (one file each in client/verbs/, declared in
+ * client/verbs/verbs.h). Each verb parses its own options; --socket and
+ * --json are accepted before or after the verb.
  */
 
 #include <getopt.h>
 
 #include "common/basic/log.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
-/* Each verb lives in its own client/ptctl-<verb>.c and is listed here. */
+/* Each verb lives in its own client/verbs/<verb>.c and is listed here. */
 static const Verb *const verbs[] = {
         &verb_list,
         &verb_info,

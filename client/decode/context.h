@@ -13,7 +13,7 @@
  *
  * An address space changes at discrete times (mmap, exec, fork, exit); the
  * span between two changes is a *version*, and a version selects one
- * libipt image (client/decode/image.c caches one per worker and version).
+ * libipt image (client/decode/image/cache.c caches one per worker and version).
  */
 
 #include "client/decode/input/input.h"

@@ -14,7 +14,7 @@
  * tracing on at such a PSB (FUP in PSB+), the decoder of the previous
  * segment stops at the status update libipt binds to the FUP IP, which is
  * exactly where the next segment starts; with tracing off, it runs out of
- * trace at the PSB. See client/decode/segment.c.
+ * trace at the PSB. See client/decode/worker/segment.c.
  */
 
 #include "client/decode/input/input.h"

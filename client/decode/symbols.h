@@ -9,7 +9,7 @@
  * put a DecodeSymCache in front of it so hot addresses never take the lock.
  */
 
-#include "client/decode/image.h"
+#include "client/decode/image/image.h"
 
 typedef struct DecodeSymbol {
         const char *name;    /* function, or NULL when unknown */
@@ -37,9 +37,12 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeSymbolizer *, decode_symbolizer_free);
  * Never fails: unknown parts are NULL. Thread-safe. */
 const DecodeSymbol *decode_symbolizer_lookup(DecodeSymbolizer *s, const DecodeView *v, uint64_t addr);
 
-/* Only the kernel symbol name from kallsyms; NULL when unknown. */
-const char *decode_symbolizer_kernel_name(DecodeSymbolizer *s, uint64_t addr, uint64_t *ret_offset);
+/* For tests: the kallsyms part of the symbolizer on its own, which
+ * decode_symbolizer_lookup() mixes with the images' symbols: whether
+ * kallsyms were parsed, and the kernel symbol name at addr (NULL when
+ * unknown). */
 bool decode_symbolizer_has_kallsyms(const DecodeSymbolizer *s);
+const char *decode_symbolizer_kernel_name(DecodeSymbolizer *s, uint64_t addr, uint64_t *ret_offset);
 /* The address of a kernel symbol by name (kallsyms); -ENOENT when absent. */
 int decode_symbolizer_kernel_addr(const DecodeSymbolizer *s, const char *name, uint64_t *ret);
 

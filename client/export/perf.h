@@ -12,7 +12,8 @@
  *
  * so that `perf script -i OUTDIR --symfs OUTDIR/symfs --itrace=b` decodes
  * the bundle on a machine that never ran the traced programs. The layout
- * of data is described in ptctl(1) and at export_perf() in the .c file.
+ * of data is described in ptctl(1) and in client/export/data.c, that of
+ * the rest in client/export/layout.c.
  */
 
 #include "common/basic/macro.h"

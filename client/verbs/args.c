@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 PtctlGlobals arg_globals = {
         .socket_path = PTRACED_SOCKET_PATH,

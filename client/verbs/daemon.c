@@ -5,7 +5,7 @@
 #include "common/control/protocol.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/daemon.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 int ptctl_daemon_connect(VarlinkClient **ret) {
         const char *path = arg_globals.socket_path;

@@ -11,7 +11,7 @@
 #include "client/decode/decode.h"
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 static void rlimit_nofile_bump(void) {
         struct rlimit rl;

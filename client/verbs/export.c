@@ -7,7 +7,7 @@
 
 #include "client/export/perf.h"
 #include "common/basic/log.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 enum {
         ARG_PERF = 0x100,

@@ -12,8 +12,8 @@
 #include "common/basic/parse-util.h"
 #include "common/perf/data.h"
 #include "client/verbs/bundles.h"
-#include "client/verbs/perf.h"
-#include "client/ptctl.h"
+#include "client/verbs/info-perf.h"
+#include "client/verbs/verbs.h"
 
 static const char *type_name(uint32_t type, char buf[static 16]) {
         const char *s = perf_data_record_type_to_string(type);

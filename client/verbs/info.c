@@ -17,8 +17,8 @@
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
 #include "client/verbs/bundles.h"
-#include "client/verbs/perf.h"
-#include "client/ptctl.h"
+#include "client/verbs/info-perf.h"
+#include "client/verbs/verbs.h"
 
 #define ID_PREFIX_MIN 4
 

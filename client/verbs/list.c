@@ -15,7 +15,7 @@
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
 #include "client/verbs/bundles.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 #define ID_SHOWN 12
 #define REASON_SHOWN 24

@@ -14,7 +14,7 @@
 #include "common/basic/parse-util.h"
 #include "common/control/protocol.h"
 #include "client/verbs/daemon.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 /* Writing a bundle takes seconds at most (images are cached); a stuck
  * daemon should not hang a script forever. */

@@ -16,7 +16,7 @@
 #include "common/control/protocol.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/daemon.h"
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 
 #define STATUS_TIMEOUT (10 * USEC_PER_SEC)
 

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "client/ptctl.h"
+#include "client/verbs/verbs.h"
 #include "test.h"
 
 static void reset(void) {

@@ -40,13 +40,13 @@ typedef struct CallsState {
         char last_time[48];
 } CallsState;
 
-static uint64_t thread_key(const Decoder *d, uint32_t cpu, int32_t tid) {
-        if (d->opts.sort_time)
+static uint64_t thread_key(const DecodeFormatEnv *env, uint32_t cpu, int32_t tid) {
+        if (env->opts->sort_time)
                 return (uint32_t) tid;
         return (uint64_t) cpu << 32 | (uint32_t) tid;
 }
 
-static int calls_begin(Decoder *d, void **ret) {
+static int calls_begin(const DecodeFormatEnv *env, void **ret) {
         CallsState *s = calloc(1, sizeof(*s));
 
         if (!s)
@@ -84,13 +84,13 @@ static CallThread *calls_thread(CallsState *s, uint64_t key) {
 
 /* The time as decode_put_reltime() writes it, from the last line when
  * it had the same. */
-static int put_time(Decoder *d, CallsState *s, const DecodeRecord *r, Buffer *b) {
+static int put_time(const DecodeFormatEnv *env, CallsState *s, const DecodeRecord *r, Buffer *b) {
         uint8_t flags = r->flags & DECODE_RECORD_HAS_TIME;
         size_t start = b->size, n;
 
         if (s->has_last_time && s->last_time_flags == flags && (!flags || s->last_tsc == r->tsc))
                 return buffer_append(b, s->last_time, s->last_time_len);
-        if (decode_put_reltime(d, r, b) < 0)
+        if (decode_put_reltime(env, r, b) < 0)
                 return -ENOMEM;
         n = b->size - start;
         s->has_last_time = n <= sizeof(s->last_time);
@@ -105,13 +105,13 @@ static int put_time(Decoder *d, CallsState *s, const DecodeRecord *r, Buffer *b)
 
 /* "time [cpu] comm/tid " and the indentation: written by hand, as this
  * is most of every line. */
-static int put_prefix(Decoder *d, CallsState *s, const DecodeSegmentResult *seg, const DecodeRecord *r, int depth,
-                      Buffer *b) {
-        const char *comm = decoder_comm(d, r) ?: "?";
+static int put_prefix(const DecodeFormatEnv *env, CallsState *s, const DecodeSegmentResult *seg,
+                      const DecodeRecord *r, int depth, Buffer *b) {
+        const char *comm = decode_format_comm(env, r) ?: "?";
         size_t comm_len = strlen(comm);
         int indent = MIN(depth, MAX_INDENT);
 
-        if (put_time(d, s, r, b) < 0)
+        if (put_time(env, s, r, b) < 0)
                 return -ENOMEM;
         if (buffer_reserve(b, comm_len + 2 * (size_t) indent + 64 + DECODE_FAST_SLACK) < 0)
                 return -ENOMEM;
@@ -135,12 +135,13 @@ static int put_prefix(Decoder *d, CallsState *s, const DecodeSegmentResult *seg,
 }
 
 /* "name" for a function entry, "name+0xoff" elsewhere. */
-static int put_func(Decoder *d, const DecodeView *v, uint64_t addr, Buffer *b) {
+static int put_func(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
+                    Buffer *b) {
         const DecodeSymbol *s;
 
         if (addr == 0)
                 return buf_putc(b, '?');
-        s = decode_sym(d, d->consumer, v, addr);
+        s = decode_sym(env, c, v, addr);
         if (!s || !s->name)
                 return buf_printf(b, "0x%" PRIx64, addr);
         if (buf_puts(b, s->name) < 0)
@@ -150,19 +151,20 @@ static int put_func(Decoder *d, const DecodeView *v, uint64_t addr, Buffer *b) {
         return buf_putc(b, '+') < 0 ? -ENOMEM : buf_hex(b, s->offset);
 }
 
-static int put_dso_change(Decoder *d, const DecodeRecord *r, Buffer *b) {
-        const DecodeSymbol *from = r->from ? decode_sym(d, d->consumer, r->view, r->from) : NULL;
-        const DecodeSymbol *to = decode_sym(d, d->consumer, r->view, r->to);
+static int put_dso_change(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r,
+                          Buffer *b) {
+        const DecodeSymbol *from = r->from ? decode_sym(env, c, r->view, r->from) : NULL;
+        const DecodeSymbol *to = decode_sym(env, c, r->view, r->to);
 
         if (to && to->dso && (!from || !from->dso || !streq(from->dso, to->dso)))
                 return buf_printf(b, " (%s)", to->dso);
         return 0;
 }
 
-static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
-                         Buffer *b) {
+static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *state,
+                         const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         CallsState *s = state;
-        uint64_t key = thread_key(d, seg->cpu, r->tid);
+        uint64_t key = thread_key(env, seg->cpu, r->tid);
         CallThread *t = s->last_thread && s->last_key == key ? s->last_thread : calls_thread(s, key);
 
         if (!t)
@@ -174,36 +176,37 @@ static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg
                 DecodeBranchKind k = r->kind;
 
                 if (decode_branch_kind_is_call(k)) {
-                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
-                            put_func(d, r->view, r->to, b) < 0)
+                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
+                            put_func(env, c, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
                             buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
                                 return -ENOMEM;
-                        if (put_dso_change(d, r, b) < 0)
+                        if (put_dso_change(env, c, r, b) < 0)
                                 return -ENOMEM;
                         t->depth = MIN(t->depth + 1, MAX_STACK);
                 } else if (decode_branch_kind_is_return(k)) {
                         if (t->depth > 0)
                                 t->depth--;
-                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
-                            put_func(d, r->view, r->from, b) < 0)
+                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
+                            put_func(env, c, r->view, r->from, b) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_START) {
-                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace start] ") < 0 ||
-                            put_func(d, r->view, r->to, b) < 0)
+                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 ||
+                            buf_puts(b, "[trace start] ") < 0 || put_func(env, c, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_END) {
-                        if (put_prefix(d, s, seg, r, t->depth, b) < 0 || buf_puts(b, "[trace stop] ") < 0 ||
-                            put_func(d, r->view, r->from, b) < 0)
+                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 ||
+                            buf_puts(b, "[trace stop] ") < 0 || put_func(env, c, r->view, r->from, b) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_OVF) {
                         /* Calls and returns were lost: depth is unknown now. */
                         t->depth = 0;
-                        if (put_prefix(d, s, seg, r, 0, b) < 0 || buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
-                            put_func(d, r->view, r->to, b) < 0)
+                        if (put_prefix(env, s, seg, r, 0, b) < 0 ||
+                            buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
+                            put_func(env, c, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                 } else
                         return 0; /* jumps are not calls */
@@ -212,14 +215,14 @@ static int calls_consume(Decoder *d, void *state, const DecodeSegmentResult *seg
         case DECODE_RECORD_EVENT:
                 if (r->kind == DECODE_EVENT_PSB)
                         return 0; /* packet-level detail; see --format=branches --events */
-                if (put_prefix(d, s, seg, r, t->depth, b) < 0 ||
+                if (put_prefix(env, s, seg, r, t->depth, b) < 0 ||
                     buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
                     decode_put_event_payload(r, b) < 0)
                         return -ENOMEM;
                 return buf_puts(b, "]\n");
         case DECODE_RECORD_ERROR:
                 t->depth = 0;
-                if (put_prefix(d, s, seg, r, 0, b) < 0)
+                if (put_prefix(env, s, seg, r, 0, b) < 0)
                         return -ENOMEM;
                 return buf_printf(b, "[error at offset 0x%" PRIx64 ": %s]\n", r->payload,
                                   strna(decode_record_string(seg, r)));
@@ -266,7 +269,7 @@ typedef struct FoldState {
         U64Map pending_weight; /* cpu -> weight */
 } FoldState;
 
-static int fold_begin(Decoder *d, void **ret) {
+static int fold_begin(const DecodeFormatEnv *env, void **ret) {
         FoldState *s = calloc(1, sizeof(*s));
 
         if (!s)
@@ -321,8 +324,9 @@ static FoldNode *fold_node(FoldState *s, FoldNode *parent, const char *name) {
         return n;
 }
 
-static const char *frame_name(Decoder *d, FoldState *s, const DecodeView *v, uint64_t addr) {
-        const DecodeSymbol *sym = addr ? decode_sym(d, d->consumer, v, addr) : NULL;
+static const char *frame_name(const DecodeFormatEnv *env, DecodeFormatCache *c, FoldState *s,
+                              const DecodeView *v, uint64_t addr) {
+        const DecodeSymbol *sym = addr ? decode_sym(env, c, v, addr) : NULL;
         const char *n;
 
         if (sym && sym->name)
@@ -333,26 +337,27 @@ static const char *frame_name(Decoder *d, FoldState *s, const DecodeView *v, uin
                 n = "[unknown]";
         /* Frame names must not contain the separator. */
         if (strchr(n, ';')) {
-                _cleanup_free_ char *c = strdup(n);
-                if (!c)
+                _cleanup_free_ char *copy = strdup(n);
+                if (!copy)
                         return NULL;
-                for (char *p = c; *p; p++)
+                for (char *p = copy; *p; p++)
                         if (*p == ';')
                                 *p = ':';
-                return strpool_intern(&s->names, c, strlen(c));
+                return strpool_intern(&s->names, copy, strlen(copy));
         }
         return strpool_intern(&s->names, n, strlen(n));
 }
 
-static FoldThread *fold_thread(Decoder *d, FoldState *s, const DecodeSegmentResult *seg, const DecodeRecord *r) {
-        uint64_t key = thread_key(d, seg->cpu, r->tid);
+static FoldThread *fold_thread(const DecodeFormatEnv *env, FoldState *s, const DecodeSegmentResult *seg,
+                               const DecodeRecord *r) {
+        uint64_t key = thread_key(env, seg->cpu, r->tid);
         FoldThread *t = u64map_get(&s->threads, key);
         const char *comm;
         FoldNode *root;
 
         if (t)
                 return t;
-        comm = decoder_comm(d, r);
+        comm = decode_format_comm(env, r);
         if (!comm)
                 comm = r->tid == DECODE_PID_UNKNOWN ? "[unknown]" : "[tid]";
         comm = strpool_intern(&s->names, comm, strlen(comm));
@@ -375,8 +380,9 @@ static FoldThread *fold_thread(Decoder *d, FoldState *s, const DecodeSegmentResu
         return t;
 }
 
-static int fold_push(Decoder *d, FoldState *s, FoldThread *t, const DecodeView *v, uint64_t addr) {
-        const char *name = frame_name(d, s, v, addr);
+static int fold_push(const DecodeFormatEnv *env, DecodeFormatCache *c, FoldState *s, FoldThread *t,
+                     const DecodeView *v, uint64_t addr) {
+        const char *name = frame_name(env, c, s, v, addr);
         FoldNode *n;
 
         if (!name)
@@ -390,10 +396,10 @@ static int fold_push(Decoder *d, FoldState *s, FoldThread *t, const DecodeView *
         return 0;
 }
 
-static uint64_t fold_weight(Decoder *d, FoldState *s, uint32_t cpu, const DecodeRecord *r) {
+static uint64_t fold_weight(const DecodeFormatEnv *env, FoldState *s, uint32_t cpu, const DecodeRecord *r) {
         uint64_t prev, ns = 0;
 
-        if (d->opts.weight == DECODE_WEIGHT_INSN)
+        if (env->opts->weight == DECODE_WEIGHT_INSN)
                 return r->ninsn;
         if (!(r->flags & DECODE_RECORD_HAS_TIME))
                 return 0;
@@ -401,13 +407,13 @@ static uint64_t fold_weight(Decoder *d, FoldState *s, uint32_t cpu, const Decode
         (void) u64map_put(&s->last_tsc, cpu, (void *) (uintptr_t) (r->tsc + 1));
         if (prev == 0 || r->tsc + 1 <= prev)
                 return 0;
-        if (decode_clock_ticks_to_ns(&d->clock, r->tsc + 1 - prev, &ns) < 0)
+        if (decode_clock_ticks_to_ns(env->clock, r->tsc + 1 - prev, &ns) < 0)
                 ns = r->tsc + 1 - prev;
         return ns;
 }
 
-static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
-                        Buffer *b) {
+static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *state,
+                        const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         FoldState *s = state;
         FoldThread *t;
         uint64_t w, pending;
@@ -425,8 +431,8 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
          * by its first branch (an exec's COMM may come between the two), so
          * before that the weight waits for it. */
         if (r->type == DECODE_RECORD_EVENT) {
-                w = fold_weight(d, s, seg->cpu, r);
-                t = u64map_get(&s->threads, thread_key(d, seg->cpu, r->tid));
+                w = fold_weight(env, s, seg->cpu, r);
+                t = u64map_get(&s->threads, thread_key(env, seg->cpu, r->tid));
                 if (t)
                         t->cur->weight += w;
                 else if (w > 0 &&
@@ -436,7 +442,7 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
                         return -ENOMEM;
                 return 0;
         }
-        t = fold_thread(d, s, seg, r);
+        t = fold_thread(env, s, seg, r);
         if (!t)
                 return -ENOMEM;
         (void) u64map_put(&s->last_thread, seg->cpu, t);
@@ -444,11 +450,11 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
         /* The code before this record ran in the function we were in; if
          * we do not know it yet, the record's own address tells. */
         if (t->cur == t->root && r->type == DECODE_RECORD_BRANCH && r->from != 0) {
-                k = fold_push(d, s, t, r->view, r->from);
+                k = fold_push(env, c, s, t, r->view, r->from);
                 if (k < 0)
                         return k;
         }
-        w = fold_weight(d, s, seg->cpu, r);
+        w = fold_weight(env, s, seg->cpu, r);
         pending = (uint64_t) (uintptr_t) u64map_get(&s->pending_weight, seg->cpu);
         if (pending > 0) {
                 w += pending;
@@ -461,7 +467,7 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
                 return 0;
         }
         if (decode_branch_kind_is_call(r->kind))
-                return fold_push(d, s, t, r->view, r->to);
+                return fold_push(env, c, s, t, r->view, r->to);
         if (decode_branch_kind_is_return(r->kind)) {
                 if (t->cur->parent && t->cur->parent != t->root) {
                         t->cur = t->cur->parent;
@@ -469,23 +475,24 @@ static int fold_consume(Decoder *d, void *state, const DecodeSegmentResult *seg,
                 }
                 /* Returned past what we saw: the caller becomes the base. */
                 t->cur = t->root;
-                return fold_push(d, s, t, r->view, r->to);
+                return fold_push(env, c, s, t, r->view, r->to);
         }
         if (r->kind == DECODE_BRANCH_OVF || r->kind == DECODE_BRANCH_TR_START) {
                 if (r->kind == DECODE_BRANCH_OVF)
                         t->cur = t->root;
                 if (t->cur == t->root && r->to != 0)
-                        return fold_push(d, s, t, r->view, r->to);
+                        return fold_push(env, c, s, t, r->view, r->to);
         }
         return 0;
 }
 
-static int fold_segment_end(Decoder *d, void *state, const DecodeSegmentResult *seg, Buffer *b) {
+static int fold_segment_end(const DecodeFormatEnv *env, void *state, const DecodeSegmentResult *seg,
+                            Buffer *b) {
         FoldState *s = state;
         FoldThread *t = u64map_get(&s->last_thread, seg->cpu);
 
         /* Instructions after the segment's last record. */
-        if (t && d->opts.weight == DECODE_WEIGHT_INSN)
+        if (t && env->opts->weight == DECODE_WEIGHT_INSN)
                 t->cur->weight += seg->tail_ninsn;
         return 0;
 }
@@ -499,7 +506,7 @@ static int foldline_cmp(const void *a, const void *b) {
         return strcmp(((const FoldLine *) a)->stack, ((const FoldLine *) b)->stack);
 }
 
-static int fold_end(Decoder *d, void *state, Buffer *b) {
+static int fold_end(const DecodeFormatEnv *env, void *state, Buffer *b) {
         FoldState *s = state;
         FoldLine *lines = NULL;
         size_t n = 0;

@@ -26,42 +26,120 @@ const DecodeFormatter *decode_formatter_get(DecodeFormat f) {
         }
 }
 
-int decode_put_time(const Decoder *d, const DecodeRecord *r, Buffer *b) {
+const DecodeFormatter decode_format_summary = {
+        .format = DECODE_FORMAT_SUMMARY,
+        .summary = true,
+};
+
+int decode_format_cache_new(DecodeFormatCache **ret) {
+        DecodeFormatCache *c = calloc(1, sizeof(*c));
+
+        if (!c)
+                return -ENOMEM;
+        *ret = c;
+        return 0;
+}
+
+DecodeFormatCache *decode_format_cache_free(DecodeFormatCache *c) {
+        if (!c)
+                return NULL;
+        decode_line_cache_free(c->lines);
+        return mfree(c);
+}
+
+static bool selected(const DecodeFormatEnv *env, const DecodeRecord *r) {
+        const DecodeOptions *o = env->opts;
+
+        if (!env->any_filter)
+                return true;
+        if (o->n_pids > 0) {
+                bool found = false;
+                for (size_t i = 0; i < o->n_pids && !found; i++)
+                        found = o->pids[i] == r->pid;
+                if (!found)
+                        return false;
+        }
+        if (o->n_tids > 0) {
+                bool found = false;
+                for (size_t i = 0; i < o->n_tids && !found; i++)
+                        found = o->tids[i] == r->tid;
+                if (!found)
+                        return false;
+        }
+        if (o->comms) {
+                const char *comm = decode_format_comm(env, r);
+                bool found = false;
+                for (char **c = o->comms; *c && !found; c++)
+                        found = comm && streq(*c, comm);
+                if (!found)
+                        return false;
+        }
+        if (env->has_time_window) {
+                if (!(r->flags & DECODE_RECORD_HAS_TIME))
+                        return false;
+                if (r->tsc < env->window_from_tsc || r->tsc > env->window_to_tsc)
+                        return false;
+        }
+        return true;
+}
+
+int decode_format_output(const DecodeFormatter *f, const DecodeFormatEnv *env, DecodeFormatCache *c,
+                         void *state, DecodeRenderState *rs, const DecodeSegmentResult *seg,
+                         const DecodeRecord *records, size_t n, Buffer *out) {
+        for (size_t i = 0; i < n; i++) {
+                int r = 0;
+
+                if (!selected(env, &records[i]))
+                        continue;
+                if (f->stateless)
+                        r = f->render(env, c, rs, seg, &records[i], out);
+                else if (f->consume)
+                        r = f->consume(env, c, state, seg, &records[i], out);
+                if (r < 0)
+                        return r;
+        }
+        return 0;
+}
+
+int decode_put_time(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer *b) {
         uint64_t t;
 
         if (!(r->flags & DECODE_RECORD_HAS_TIME))
                 return buf_putc(b, '-');
-        t = decode_clock_time(&d->clock, r->tsc);
-        if (!d->clock.has_conversion)
+        t = decode_clock_time(env->clock, r->tsc);
+        if (!env->clock->has_conversion)
                 return buf_u64(b, t); /* TSC ticks: no conversion known */
         if (buf_u64(b, t / NSEC_PER_SEC) < 0 || buf_putc(b, '.') < 0)
                 return -ENOMEM;
         return buf_printf(b, "%09" PRIu64, t % NSEC_PER_SEC);
 }
 
-int decode_put_reltime(const Decoder *d, const DecodeRecord *r, Buffer *b) {
+int decode_put_reltime(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer *b) {
         uint64_t t, ns;
         bool neg;
 
-        if (!(r->flags & DECODE_RECORD_HAS_TIME) || !d->has_trigger)
-                return decode_put_time(d, r, b);
-        neg = r->tsc < d->trigger_tsc;
-        if (decode_clock_ticks_to_ns(&d->clock, neg ? d->trigger_tsc - r->tsc : r->tsc - d->trigger_tsc, &ns) < 0)
-                return decode_put_time(d, r, b);
+        if (!(r->flags & DECODE_RECORD_HAS_TIME) || !env->has_trigger)
+                return decode_put_time(env, r, b);
+        neg = r->tsc < env->trigger_tsc;
+        if (decode_clock_ticks_to_ns(env->clock, neg ? env->trigger_tsc - r->tsc : r->tsc - env->trigger_tsc,
+                                     &ns) < 0)
+                return decode_put_time(env, r, b);
         t = ns;
         return buf_printf(b, "%c%" PRIu64 ".%06" PRIu64 "ms", neg ? '-' : '+', t / 1000000, t % 1000000);
 }
 
-const DecodeSymbol *decode_sym(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_t addr) {
-        return decode_sym_cached(d->symbols, &w->syms, v, addr);
+const DecodeSymbol *decode_sym(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v,
+                               uint64_t addr) {
+        return decode_sym_cached(env->symbols, &c->syms, v, addr);
 }
 
-int decode_put_sym(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_t addr, Buffer *b) {
+int decode_put_sym(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
+                   Buffer *b) {
         const DecodeSymbol *s;
 
         if (addr == 0)
                 return buf_putc(b, '-');
-        s = decode_sym(d, w, v, addr);
+        s = decode_sym(env, c, v, addr);
         if (!s || !s->name)
                 return buf_puts(b, "[unknown]");
         if (buf_puts(b, s->name) < 0 || buf_putc(b, '+') < 0)
@@ -114,7 +192,7 @@ int decode_put_event_payload(const DecodeRecord *r, Buffer *b) {
         }
 }
 
-int decode_put_ipc(const Decoder *d, DecodeRenderState *rs, const DecodeRecord *r, Buffer *b) {
+int decode_put_ipc(const DecodeFormatEnv *env, DecodeRenderState *rs, const DecodeRecord *r, Buffer *b) {
         uint64_t ticks, cycles;
 
         rs->insns += r->ninsn;
@@ -123,7 +201,7 @@ int decode_put_ipc(const Decoder *d, DecodeRenderState *rs, const DecodeRecord *
                 /* Cycles while tracing was off or data was lost are not the
                  * traced code's: start counting afresh. */
                 rs->has_last = false;
-        if (!d->want_ipc || !(r->flags & DECODE_RECORD_HAS_TIME))
+        if (!env->want_ipc || !(r->flags & DECODE_RECORD_HAS_TIME))
                 return buf_putc(b, '-');
         if (!rs->has_last || r->tsc <= rs->last_tsc) {
                 if (!rs->has_last) {
@@ -135,7 +213,7 @@ int decode_put_ipc(const Decoder *d, DecodeRenderState *rs, const DecodeRecord *
         }
         /* TSC ticks at the nominal frequency; the core ran at cbr/nom of it. */
         ticks = r->tsc - rs->last_tsc;
-        cycles = d->clock.nom_freq > 0 && r->cbr > 0 ? ticks * r->cbr / d->clock.nom_freq : ticks;
+        cycles = env->clock->nom_freq > 0 && r->cbr > 0 ? ticks * r->cbr / env->clock->nom_freq : ticks;
         rs->last_tsc = r->tsc;
         if (cycles == 0)
                 return buf_putc(b, '-');
@@ -147,12 +225,12 @@ int decode_put_ipc(const Decoder *d, DecodeRenderState *rs, const DecodeRecord *
         }
 }
 
-double decode_record_time_us(const Decoder *d, const DecodeRecord *r) {
-        uint64_t t = decode_clock_time(&d->clock, r->tsc);
+double decode_record_time_us(const DecodeFormatEnv *env, const DecodeRecord *r) {
+        uint64_t t = decode_clock_time(env->clock, r->tsc);
 
-        if (!d->clock.has_conversion) {
+        if (!env->clock->has_conversion) {
                 uint64_t ns;
-                if (decode_clock_ticks_to_ns(&d->clock, r->tsc, &ns) >= 0)
+                if (decode_clock_ticks_to_ns(env->clock, r->tsc, &ns) >= 0)
                         return (double) ns / 1000.0;
                 return (double) t; /* ticks: at least monotonic */
         }

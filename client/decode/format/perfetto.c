@@ -47,7 +47,7 @@ static int sep(PerfettoState *s, Buffer *b) {
         return buf_puts(b, ",\n");
 }
 
-static int perfetto_begin(Decoder *d, void **ret) {
+static int perfetto_begin(const DecodeFormatEnv *env, void **ret) {
         PerfettoState *s = calloc(1, sizeof(*s));
 
         if (!s)
@@ -72,21 +72,21 @@ static void perfetto_free(void *p) {
         free(s);
 }
 
-static int emit_header(Decoder *d, PerfettoState *s, Buffer *b) {
+static int emit_header(const DecodeFormatEnv *env, PerfettoState *s, Buffer *b) {
         s->header_done = true;
         if (buf_puts(b, "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[\n") < 0)
                 return -ENOMEM;
-        if (d->has_trigger) {
-                DecodeRecord r = { .flags = DECODE_RECORD_HAS_TIME, .tsc = d->trigger_tsc };
+        if (env->has_trigger) {
+                DecodeRecord r = { .flags = DECODE_RECORD_HAS_TIME, .tsc = env->trigger_tsc };
                 if (sep(s, b) < 0 ||
                     buf_printf(b, "{\"ph\":\"i\",\"s\":\"g\",\"name\":\"trigger\",\"pid\":0,\"tid\":0,\"ts\":%.3f}",
-                               decode_record_time_us(d, &r)) < 0)
+                               decode_record_time_us(env, &r)) < 0)
                         return -ENOMEM;
         }
         return 0;
 }
 
-static PThread *get_thread(Decoder *d, PerfettoState *s, const DecodeRecord *r, Buffer *b) {
+static PThread *get_thread(const DecodeFormatEnv *env, PerfettoState *s, const DecodeRecord *r, Buffer *b) {
         PThread *t = u64map_get(&s->threads, (uint32_t) r->tid);
         const char *comm;
 
@@ -101,7 +101,7 @@ static PThread *get_thread(Decoder *d, PerfettoState *s, const DecodeRecord *r, 
                 free(t);
                 return NULL;
         }
-        comm = decoder_comm(d, r);
+        comm = decode_format_comm(env, r);
         if (comm) {
                 if (sep(s, b) < 0 ||
                     buf_printf(b, "{\"ph\":\"M\",\"name\":\"thread_name\",\"pid\":%" PRIi32 ",\"tid\":%" PRIi32
@@ -146,20 +146,20 @@ static int instant(PerfettoState *s, PThread *t, const char *name, double ts, co
         return buf_putc(b, '}');
 }
 
-static int perfetto_consume(Decoder *d, void *state, const DecodeSegmentResult *seg, const DecodeRecord *r,
-                            Buffer *b) {
+static int perfetto_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *state,
+                            const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         PerfettoState *s = state;
         PThread *t;
         double ts;
 
-        if (!s->header_done && emit_header(d, s, b) < 0)
+        if (!s->header_done && emit_header(env, s, b) < 0)
                 return -ENOMEM;
         if (r->type == DECODE_RECORD_BLOCK || (r->type == DECODE_RECORD_EVENT && r->kind == DECODE_EVENT_PSB))
                 return 0;
-        t = get_thread(d, s, r, b);
+        t = get_thread(env, s, r, b);
         if (!t)
                 return -ENOMEM;
-        ts = (r->flags & DECODE_RECORD_HAS_TIME) ? decode_record_time_us(d, r) : t->last;
+        ts = (r->flags & DECODE_RECORD_HAS_TIME) ? decode_record_time_us(env, r) : t->last;
         if (ts < t->last)
                 ts = t->last; /* keep each track monotonic */
         t->last = ts;
@@ -178,7 +178,7 @@ static int perfetto_consume(Decoder *d, void *state, const DecodeSegmentResult *
         }
 
         if (decode_branch_kind_is_call(r->kind)) {
-                const DecodeSymbol *sym = decode_sym(d, d->consumer, r->view, r->to);
+                const DecodeSymbol *sym = decode_sym(env, c, r->view, r->to);
                 Frame *f;
 
                 if (t->n_frames >= MAX_FRAMES)
@@ -217,11 +217,11 @@ static int perfetto_consume(Decoder *d, void *state, const DecodeSegmentResult *
         }
 }
 
-static int perfetto_end(Decoder *d, void *state, Buffer *b) {
+static int perfetto_end(const DecodeFormatEnv *env, void *state, Buffer *b) {
         PerfettoState *s = state;
         void *v;
 
-        if (!s->header_done && emit_header(d, s, b) < 0)
+        if (!s->header_done && emit_header(env, s, b) < 0)
                 return -ENOMEM;
         for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);) {
                 PThread *t = v;

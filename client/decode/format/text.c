@@ -12,20 +12,20 @@ static const DecodeField default_branch_fields[] = {
         DECODE_FIELD_KIND, DECODE_FIELD_FROM, DECODE_FIELD_TO,  DECODE_FIELD_SYM,
 };
 
-static const DecodeField *fields_of(const Decoder *d, size_t *ret_n) {
-        if (d->opts.n_fields > 0) {
-                *ret_n = d->opts.n_fields;
-                return d->opts.fields;
+static const DecodeField *fields_of(const DecodeFormatEnv *env, size_t *ret_n) {
+        if (env->opts->n_fields > 0) {
+                *ret_n = env->opts->n_fields;
+                return env->opts->fields;
         }
         *ret_n = ELEMENTSOF(default_branch_fields);
         return default_branch_fields;
 }
 
-static int put_context_field(Decoder *d, DecodeField f, const DecodeSegmentResult *seg, const DecodeRecord *r,
-                             Buffer *b) {
+static int put_context_field(const DecodeFormatEnv *env, DecodeField f, const DecodeSegmentResult *seg,
+                             const DecodeRecord *r, Buffer *b) {
         switch (f) {
         case DECODE_FIELD_TIME:
-                return decode_put_time(d, r, b);
+                return decode_put_time(env, r, b);
         case DECODE_FIELD_CPU:
                 return buf_u64(b, seg->cpu);
         case DECODE_FIELD_PID:
@@ -33,7 +33,7 @@ static int put_context_field(Decoder *d, DecodeField f, const DecodeSegmentResul
         case DECODE_FIELD_TID:
                 return buf_i64(b, r->tid);
         case DECODE_FIELD_COMM:
-                return buf_puts(b, decoder_comm(d, r) ?: "-");
+                return buf_puts(b, decode_format_comm(env, r) ?: "-");
         default:
                 return 0;
         }
@@ -44,26 +44,28 @@ static bool is_context_field(DecodeField f) {
                f == DECODE_FIELD_COMM;
 }
 
-static int put_dso(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_t addr, Buffer *b) {
+static int put_dso(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
+                   Buffer *b) {
         const DecodeSymbol *s;
 
         if (addr == 0)
                 return buf_putc(b, '-');
-        s = decode_sym(d, w, v, addr);
+        s = decode_sym(env, c, v, addr);
         return buf_printf(b, "(%s)", s && s->dso ? s->dso : "[unknown]");
 }
 
-static int put_srcline(Decoder *d, DecodeWorker *w, const DecodeView *v, uint64_t addr, Buffer *b) {
+static int put_srcline(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
+                       Buffer *b) {
         const DecodeSymbol *s;
 
         if (addr == 0)
                 return buf_putc(b, '-');
-        s = decode_sym(d, w, v, addr);
+        s = decode_sym(env, c, v, addr);
         if (!s || !s->file)
                 return buf_puts(b, "??:0");
         if (buf_printf(b, "%s:%d", s->file, s->line) < 0)
                 return -ENOMEM;
-        if (s->inlined && d->opts.inlines)
+        if (s->inlined && env->opts->inlines)
                 return buf_printf(b, "[inlined:%s]", s->inlined);
         return 0;
 }
@@ -169,10 +171,11 @@ static void render_branch_fields(const DecodeSegmentResult *seg, const DecodeRec
         b->data[b->size++] = '\n';
 }
 
-static int render_branch_fast(Decoder *d, DecodeWorker *w, const DecodeSegmentResult *seg,
-                              const DecodeRecord *r, const DecodeField *fields, size_t n, Buffer *b) {
-        size_t k = d->branches_split, start;
-        DecodeLineCache *c;
+static int render_branch_fast(const DecodeFormatEnv *env, DecodeFormatCache *c,
+                              const DecodeSegmentResult *seg, const DecodeRecord *r,
+                              const DecodeField *fields, size_t n, Buffer *b) {
+        size_t k = env->branches_split, start;
+        DecodeLineCache *lc;
         BranchEntry *e;
         size_t need = MAX(n * 24 + 1, (size_t) 2 * PART_MAX + 2) + DECODE_FAST_SLACK;
 
@@ -182,30 +185,30 @@ static int render_branch_fast(Decoder *d, DecodeWorker *w, const DecodeSegmentRe
                 render_branch_fields(seg, r, fields, n, b);
                 return 0;
         }
-        c = w->lines;
-        if (_unlikely_(!c)) {
-                c = w->lines = calloc(1, sizeof(DecodeLineCache));
-                if (!c)
+        lc = c->lines;
+        if (_unlikely_(!lc)) {
+                lc = c->lines = calloc(1, sizeof(DecodeLineCache));
+                if (!lc)
                         return -ENOMEM;
         }
 
         /* The thread part (fields [0, k)), then a space. */
-        if (c->ctx_len == 0 || c->tid != r->tid || c->pid != r->pid || c->cpu != seg->cpu) {
+        if (lc->ctx_len == 0 || lc->tid != r->tid || lc->pid != r->pid || lc->cpu != seg->cpu) {
                 start = b->size;
                 render_branch_fields(seg, r, fields, k, b); /* ends with a newline */
-                c->ctx_len = (uint8_t) (b->size - start);
-                memcpy(c->ctx, b->data + start, c->ctx_len);
-                c->ctx[c->ctx_len - 1] = ' ';
-                c->cpu = seg->cpu;
-                c->pid = r->pid;
-                c->tid = r->tid;
+                lc->ctx_len = (uint8_t) (b->size - start);
+                memcpy(lc->ctx, b->data + start, lc->ctx_len);
+                lc->ctx[lc->ctx_len - 1] = ' ';
+                lc->cpu = seg->cpu;
+                lc->pid = r->pid;
+                lc->tid = r->tid;
                 b->size = start;
         }
-        memcpy(b->data + b->size, c->ctx, PART_MAX);
-        b->size += c->ctx_len;
+        memcpy(b->data + b->size, lc->ctx, PART_MAX);
+        b->size += lc->ctx_len;
 
         /* The branch part (fields [k, n)) with its newline. */
-        e = &c->e[hash_u64(r->from ^ (r->to << 1) ^ r->kind) & (BRANCH_CACHE_SIZE - 1)];
+        e = &lc->e[hash_u64(r->from ^ (r->to << 1) ^ r->kind) & (BRANCH_CACHE_SIZE - 1)];
         if (e->len > 0 && e->from == r->from && e->to == r->to && e->kind == r->kind) {
                 memcpy(b->data + b->size, e->text, PART_MAX);
                 b->size += e->len;
@@ -221,43 +224,44 @@ static int render_branch_fast(Decoder *d, DecodeWorker *w, const DecodeSegmentRe
         return 0;
 }
 
-void decode_format_branches_setup(Decoder *d) {
+/* What --format=branches precomputes. */
+static void branches_setup(DecodeFormatEnv *env) {
         size_t n;
-        const DecodeField *fields = fields_of(d, &n);
+        const DecodeField *fields = fields_of(env, &n);
 
         size_t k = 0;
 
         (void) pthread_once(&kind_texts_once, kind_texts_init);
-        d->branches_fast = fields_are_fast(fields, n);
+        env->branches_fast = fields_are_fast(fields, n);
         /* Thread fields first, then branch fields, each part short enough
          * for a cache entry (22 bytes a field at most, with the space). */
         while (k < n &&
                (fields[k] == DECODE_FIELD_CPU || fields[k] == DECODE_FIELD_PID || fields[k] == DECODE_FIELD_TID))
                 k++;
-        d->branches_split = 0;
-        if (d->branches_fast && k > 0 && k < n && k * 22 + 1 <= PART_MAX && (n - k) * 22 + 1 <= PART_MAX) {
+        env->branches_split = 0;
+        if (env->branches_fast && k > 0 && k < n && k * 22 + 1 <= PART_MAX && (n - k) * 22 + 1 <= PART_MAX) {
                 bool rest = true;
                 for (size_t i = k; i < n; i++)
                         rest = rest && (fields[i] == DECODE_FIELD_FROM || fields[i] == DECODE_FIELD_TO ||
                                         fields[i] == DECODE_FIELD_KIND);
                 if (rest)
-                        d->branches_split = k;
+                        env->branches_split = k;
         }
 }
 
-static int render_branches(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const DecodeSegmentResult *seg,
-                           const DecodeRecord *r, Buffer *b) {
+static int render_branches(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeRenderState *rs,
+                           const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         size_t n;
-        const DecodeField *fields = fields_of(d, &n);
+        const DecodeField *fields = fields_of(env, &n);
         bool first = true, tail_done = false;
         int k = 0;
 
         if (r->type == DECODE_RECORD_BLOCK)
                 return 0;
-        if (r->type == DECODE_RECORD_EVENT && !d->opts.events)
+        if (r->type == DECODE_RECORD_EVENT && !env->opts->events)
                 return 0;
-        if (r->type == DECODE_RECORD_BRANCH && d->branches_fast)
-                return render_branch_fast(d, w, seg, r, fields, n, b);
+        if (r->type == DECODE_RECORD_BRANCH && env->branches_fast)
+                return render_branch_fast(env, c, seg, r, fields, n, b);
         for (size_t i = 0; i < n; i++) {
                 DecodeField f = fields[i];
 
@@ -294,25 +298,25 @@ static int render_branches(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, c
                         k = buf_puts(b, decode_branch_kind_to_string(r->kind));
                         break;
                 case DECODE_FIELD_SYM:
-                        if (decode_put_sym(d, w, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
+                        if (decode_put_sym(env, c, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
                                 return -ENOMEM;
-                        k = decode_put_sym(d, w, r->view, r->to, b);
+                        k = decode_put_sym(env, c, r->view, r->to, b);
                         break;
                 case DECODE_FIELD_DSO:
-                        if (put_dso(d, w, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
+                        if (put_dso(env, c, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
                                 return -ENOMEM;
-                        k = put_dso(d, w, r->view, r->to, b);
+                        k = put_dso(env, c, r->view, r->to, b);
                         break;
                 case DECODE_FIELD_SRCLINE:
-                        if (put_srcline(d, w, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
+                        if (put_srcline(env, c, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
                                 return -ENOMEM;
-                        k = put_srcline(d, w, r->view, r->to, b);
+                        k = put_srcline(env, c, r->view, r->to, b);
                         break;
                 case DECODE_FIELD_IPC:
-                        k = decode_put_ipc(d, rs, r, b);
+                        k = decode_put_ipc(env, rs, r, b);
                         break;
                 default:
-                        k = put_context_field(d, f, seg, r, b);
+                        k = put_context_field(env, f, seg, r, b);
                 }
                 if (k < 0)
                         return k;
@@ -324,17 +328,19 @@ const DecodeFormatter decode_format_branches = {
         .format = DECODE_FORMAT_BRANCHES,
         .stateless = true,
         .records = true,
+        .setup = branches_setup,
         .render = render_branches,
 };
 
-static int put_insn_prefix(Decoder *d, const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
-        if (decode_put_time(d, r, b) < 0)
+static int put_insn_prefix(const DecodeFormatEnv *env, const DecodeSegmentResult *seg, const DecodeRecord *r,
+                           Buffer *b) {
+        if (decode_put_time(env, r, b) < 0)
                 return -ENOMEM;
         return buf_printf(b, " [%03" PRIu32 "] %6" PRIi32 "  ", seg->cpu, r->tid);
 }
 
-static int render_block(Decoder *d, DecodeWorker *w, const DecodeSegmentResult *seg, const DecodeRecord *r,
-                        Buffer *b) {
+static int render_block(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeSegmentResult *seg,
+                        const DecodeRecord *r, Buffer *b) {
         uint64_t ip = r->from;
 
         for (uint32_t i = 0; i < r->ninsn; i++) {
@@ -343,11 +349,11 @@ static int render_block(Decoder *d, DecodeWorker *w, const DecodeSegmentResult *
                 size_t n = r->view ? decode_view_read(r->view, ip, bytes, sizeof(bytes)) : 0;
                 int len = n > 0 ? decode_insn_disassemble(bytes, n, ip, text, sizeof(text)) : -EBADMSG;
 
-                if (put_insn_prefix(d, seg, r, b) < 0 || buf_printf(b, "%016" PRIx64 "  ", ip) < 0)
+                if (put_insn_prefix(env, seg, r, b) < 0 || buf_printf(b, "%016" PRIx64 "  ", ip) < 0)
                         return -ENOMEM;
                 {
                         Buffer sym = BUFFER_NULL;
-                        int k = decode_put_sym(d, w, r->view, ip, &sym);
+                        int k = decode_put_sym(env, c, r->view, ip, &sym);
                         if (k >= 0)
                                 k = buf_printf(b, "%-40.*s ", (int) sym.size, (const char *) sym.data);
                         buffer_done(&sym);
@@ -361,11 +367,12 @@ static int render_block(Decoder *d, DecodeWorker *w, const DecodeSegmentResult *
                 }
                 if (buf_puts(b, text) < 0)
                         return -ENOMEM;
-                if (d->opts.srcline) {
-                        const DecodeSymbol *s = decode_sym(d, w, r->view, ip);
+                if (env->opts->srcline) {
+                        const DecodeSymbol *s = decode_sym(env, c, r->view, ip);
                         if (s && s->file && buf_printf(b, "  %s:%d", s->file, s->line) < 0)
                                 return -ENOMEM;
-                        if (s && s->inlined && d->opts.inlines && buf_printf(b, " [inlined:%s]", s->inlined) < 0)
+                        if (s && s->inlined && env->opts->inlines &&
+                            buf_printf(b, " [inlined:%s]", s->inlined) < 0)
                                 return -ENOMEM;
                 }
                 if (buf_putc(b, '\n') < 0)
@@ -378,11 +385,11 @@ static int render_block(Decoder *d, DecodeWorker *w, const DecodeSegmentResult *
 /* Every instruction; transfers that are not visible in the instruction
  * stream itself (trace on/off, interrupts, overflows), events and errors
  * as "--" lines between them. */
-static int render_insn(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const DecodeSegmentResult *seg,
-                       const DecodeRecord *r, Buffer *b) {
+static int render_insn(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeRenderState *rs,
+                       const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         switch (r->type) {
         case DECODE_RECORD_BLOCK:
-                return render_block(d, w, seg, r, b);
+                return render_block(env, c, seg, r, b);
         case DECODE_RECORD_BRANCH:
                 switch (r->kind) {
                 case DECODE_BRANCH_TR_START:
@@ -394,23 +401,23 @@ static int render_insn(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const
                 default:
                         return 0;
                 }
-                if (put_insn_prefix(d, seg, r, b) < 0)
+                if (put_insn_prefix(env, seg, r, b) < 0)
                         return -ENOMEM;
                 if (buf_printf(b, "-- %s 0x%" PRIx64 " -> 0x%" PRIx64 " ", decode_branch_kind_to_string(r->kind),
                                r->from, r->to) < 0)
                         return -ENOMEM;
-                if (decode_put_sym(d, w, r->view, r->to, b) < 0)
+                if (decode_put_sym(env, c, r->view, r->to, b) < 0)
                         return -ENOMEM;
                 return buf_putc(b, '\n');
         case DECODE_RECORD_EVENT:
-                if (put_insn_prefix(d, seg, r, b) < 0)
+                if (put_insn_prefix(env, seg, r, b) < 0)
                         return -ENOMEM;
                 if (buf_printf(b, "-- %s ", decode_event_kind_to_string(r->kind)) < 0 ||
                     decode_put_event_payload(r, b) < 0)
                         return -ENOMEM;
                 return buf_putc(b, '\n');
         case DECODE_RECORD_ERROR:
-                if (put_insn_prefix(d, seg, r, b) < 0)
+                if (put_insn_prefix(env, seg, r, b) < 0)
                         return -ENOMEM;
                 return buf_printf(b, "-- error offset=0x%" PRIx64 " ip=0x%" PRIx64 ": %s\n", r->payload, r->from,
                                   strna(decode_record_string(seg, r)));
@@ -426,12 +433,13 @@ const DecodeFormatter decode_format_insn = {
         .render = render_insn,
 };
 
-static int json_sym(Decoder *d, DecodeWorker *w, const char *key, const DecodeView *v, uint64_t addr, Buffer *b) {
+static int json_sym(const DecodeFormatEnv *env, DecodeFormatCache *c, const char *key, const DecodeView *v,
+                    uint64_t addr, Buffer *b) {
         const DecodeSymbol *s;
 
         if (addr == 0)
                 return 0;
-        s = decode_sym(d, w, v, addr);
+        s = decode_sym(env, c, v, addr);
         if (!s)
                 return 0;
         if (s->name) {
@@ -448,8 +456,8 @@ static int json_sym(Decoder *d, DecodeWorker *w, const char *key, const DecodeVi
 }
 
 /* JSON lines: one object per branch, event and error. */
-static int render_json(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const DecodeSegmentResult *seg,
-                       const DecodeRecord *r, Buffer *b) {
+static int render_json(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeRenderState *rs,
+                       const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         static const char *const types[] = { "branch", "event", "error", "block" };
         const char *comm;
 
@@ -458,14 +466,14 @@ static int render_json(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const
         if (buf_printf(b, "{\"type\":\"%s\",\"cpu\":%" PRIu32 ",\"pid\":%" PRIi32 ",\"tid\":%" PRIi32, types[r->type],
                        seg->cpu, r->pid, r->tid) < 0)
                 return -ENOMEM;
-        comm = decoder_comm(d, r);
+        comm = decode_format_comm(env, r);
         if (comm && (buf_puts(b, ",\"comm\":") < 0 || buf_json_string(b, comm) < 0))
                 return -ENOMEM;
         if (r->flags & DECODE_RECORD_HAS_TIME) {
                 if (buf_printf(b, ",\"tsc\":%" PRIu64, r->tsc) < 0)
                         return -ENOMEM;
-                if (d->clock.has_conversion &&
-                    buf_printf(b, ",\"time\":%" PRIu64, decode_clock_time(&d->clock, r->tsc)) < 0)
+                if (env->clock->has_conversion &&
+                    buf_printf(b, ",\"time\":%" PRIu64, decode_clock_time(env->clock, r->tsc)) < 0)
                         return -ENOMEM;
         }
         switch (r->type) {
@@ -473,11 +481,12 @@ static int render_json(Decoder *d, DecodeWorker *w, DecodeRenderState *rs, const
                 if (buf_printf(b, ",\"kind\":\"%s\",\"from\":\"0x%" PRIx64 "\",\"to\":\"0x%" PRIx64 "\",\"insns\":%" PRIu32,
                                decode_branch_kind_to_string(r->kind), r->from, r->to, r->ninsn) < 0)
                         return -ENOMEM;
-                if (json_sym(d, w, "from", r->view, r->from, b) < 0 || json_sym(d, w, "to", r->view, r->to, b) < 0)
+                if (json_sym(env, c, "from", r->view, r->from, b) < 0 ||
+                    json_sym(env, c, "to", r->view, r->to, b) < 0)
                         return -ENOMEM;
-                if (d->want_ipc) {
+                if (env->want_ipc) {
                         Buffer ipc = BUFFER_NULL;
-                        int k = decode_put_ipc(d, rs, r, &ipc);
+                        int k = decode_put_ipc(env, rs, r, &ipc);
                         if (k >= 0 && ipc.size > 1)
                                 k = buf_printf(b, ",\"ipc\":\"%.*s\"", (int) ipc.size, (const char *) ipc.data);
                         buffer_done(&ipc);

@@ -335,26 +335,13 @@ void decode_input_set_kallsyms(DecodeInput *in, char *text, size_t size) {
 }
 
 int decode_input_add_note(DecodeInput *in, const char *fmt, ...) {
-        _cleanup_free_ char *s = NULL;
-        size_t n = 0;
-        char **l;
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
+        r = decode_strv_vprintf(&in->notes, fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        while (in->notes && in->notes[n])
-                n++;
-        l = reallocarray(in->notes, n + 2, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        l[n] = TAKE_PTR(s);
-        l[n + 1] = NULL;
-        in->notes = l;
-        return 0;
+        return r;
 }
 
 const DecodeCpuTrace *decode_input_find_cpu(const DecodeInput *in, uint32_t cpu) {

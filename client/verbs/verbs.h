@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 #pragma once
 
+/*
+ * What ptctl's verbs share: the verb table entry, exit codes and the
+ * global options. client/ptctl.c dispatches to the verbs declared here;
+ * each verb lives in its own client/verbs/<verb>.c. The verbs include
+ * this header and the libraries below them (client/decode/,
+ * client/export/, common/), never client/ptctl.c.
+ */
+
 #include "common/basic/macro.h"
 
 /* Exit codes, documented in ptctl(1). */
@@ -34,7 +42,7 @@ typedef struct PtctlGlobals {
 
 extern PtctlGlobals arg_globals;
 
-/* The verbs, one per client/ptctl-<verb>.c. */
+/* The verbs, one per client/verbs/<verb>.c. */
 extern const Verb verb_list;
 extern const Verb verb_info;
 extern const Verb verb_decode;
@@ -42,4 +50,5 @@ extern const Verb verb_snapshot;
 extern const Verb verb_status;
 extern const Verb verb_export;
 
+/* client/verbs/args.c: take --socket and --json out of argv, wherever they are. */
 int ptctl_take_global_options(int *argc, char **argv, char **ret_error);

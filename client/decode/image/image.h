@@ -25,15 +25,16 @@
  * is one process version in one epoch. The poked regions are holes in the
  * sections libipt gets; it reads them through a callback, from the view's
  * epoch (libipt caches nothing of what it reads that way).
+ *
+ * The files: load.c loads images and places their sections, view.c
+ * assembles the views, pokes.c keeps the text pokes' epochs, cache.c
+ * the workers' libipt images.
  */
-
-#include <pthread.h>
 
 #include "client/decode/context.h"
 #include "client/decode/input/input.h"
 
 struct pt_image;
-struct pt_image_section_cache;
 
 /* Addresses at and above this are kernel addresses (x86-64 canonical upper half). */
 #define DECODE_KERNEL_START UINT64_C(0xffff800000000000)
@@ -73,7 +74,6 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeImages *, decode_images_free);
 
 /* Notes collected while loading (NULL-terminated, owned by im). */
 char *const *decode_images_notes(const DecodeImages *im);
-struct pt_image_section_cache *decode_images_iscache(DecodeImages *im);
 
 /* The view for pid (DECODE_PID_UNKNOWN for none) at time, and the span of
  * time it holds for (process version and text-poke epoch). Thread-safe. */
@@ -88,10 +88,10 @@ size_t decode_view_read(const DecodeView *v, uint64_t addr, uint8_t *buf, size_t
  * build-id 1234...)" and the like. Thread-safe. Caller frees. */
 char *decode_images_explain_missing(DecodeImages *im, int32_t pid, uint64_t addr, uint64_t time);
 
-/* The image's display name and whether it is the kernel. */
+/* The image's display name, the file it was loaded from, whether it is
+ * an ELF file, and its index in the input's images. */
 const char *decode_loaded_image_name(const DecodeLoadedImage *li);
 const char *decode_loaded_image_path(const DecodeLoadedImage *li);
-bool decode_loaded_image_is_kernel(const DecodeLoadedImage *li);
 bool decode_loaded_image_is_elf(const DecodeLoadedImage *li);
 size_t decode_loaded_image_index(const DecodeLoadedImage *li);
 

@@ -21,40 +21,33 @@
  *
  * Errors become records (with trace offset, IP, time and reason) and the
  * decoder re-synchronizes at the next PSB, as ptxed does.
+ *
+ * Which thread ran a record, and in which address space, is the
+ * attribution's answer (client/decode/worker/attribution.c); this file
+ * tells it what the trace shows (time, trace starts, overflows, CR3
+ * writes, jumps to __switch_to) and switches libipt's image when the
+ * address space changes.
  */
 
 #include <intel-pt.h>
 
-#include "client/decode/format/format.h"
-#include "client/decode/decode.h"
-#include "client/decode/starts.h"
+#include "client/decode/worker/attribution.h"
+#include "client/decode/worker/segment.h"
 
 typedef struct SegState {
-        Decoder *d;
-        DecodeWorker *w;
+        const DecodeWorkerEnv *env;
+        DecodeSegmentCache *c;
+        bool cache_warm; /* the caches have decoded before: see handle_block() */
         const DecodeSegment *seg;
         const DecodeCpuIndex *ci;
         DecodeSegmentResult *res;
+        const DecodeRecordSink *sink;
         struct pt_block_decoder *dec;
-        uint32_t ctx_cpu;
+        DecodeAttribution at; /* thread and address space at the decoder's position */
 
-        bool has_time;
-        uint64_t tsc;
         uint8_t cbr;
-        uint64_t ctx_begin, ctx_end;   /* perf time span of the current thread */
-        uint64_t view_begin, view_end; /* and of the current address-space version */
-        int32_t pid, tid;
-        const DecodeView *view;
-
-        /* A thread switch adopted ahead of the trace's (lagging) time:
-         * context lookups use at least this perf time. */
-        uint64_t floor;
-        bool switch_ip_mode;   /* the kernel is traced: threads change at __switch_to */
-        bool seen_switch_to;   /* a jump to __switch_to was seen in this segment */
         bool pwre_pending, pwre_hw;
         uint8_t pwre_state, pwre_sub;
-        bool in_user_region;   /* between a trace start in user space and the next stop */
-        bool starts_mode;      /* kernel not traced: threads change at trace starts (decode/starts.h) */
 
         bool pending; /* the last block ended with a branch whose target is the next IP */
         uint64_t pending_ip;
@@ -67,178 +60,37 @@ typedef struct SegState {
         uint64_t blocks_since_check, last_offset, tail_blocks;
         bool stalled;
         DecodeRecord scratch; /* target of emit() when records are not kept */
-        DecodeRenderState render; /* with d->render_in_workers: the format's state across chunks */
-        bool other_mode;          /* a block ran in another mode than 64-bit */
+        bool other_mode;      /* a block ran in another mode than 64-bit */
 } SegState;
 
-static uint64_t perf_time(const SegState *s) {
-        uint64_t t;
-
-        /* Without time (no TSC conversion, or no timing packets) side-band
-         * times cannot be matched: DECODE_TIME_UNKNOWN asks for the
-         * time-independent answers (every mapping a process ever had). */
-        if (!s->d->clock.has_conversion || !s->has_time)
-                return DECODE_TIME_UNKNOWN;
-        t = perf_tsc_to_time(&s->d->clock.conversion, s->tsc);
-        return MAX(t, s->floor);
-}
-
-static int set_view(SegState *s, uint64_t t) {
-        const DecodeView *v;
+/* The attribution's view changed: libipt reads code from it from now on. */
+static int set_image(void *userdata, const DecodeView *v) {
+        SegState *s = userdata;
         struct pt_image *img;
         int r;
 
-        r = decode_images_view(s->d->images, s->pid, t, &v, &s->view_begin, &s->view_end);
-        if (r < 0)
-                return r;
-        if (v == s->view)
-                return 0;
-        r = decode_image_cache_get(s->w->images, v, &img);
+        r = decode_image_cache_get(s->c->images, v, &img);
         if (r < 0)
                 return r;
         if (pt_blk_set_image(s->dec, img) < 0)
                 return -EIO;
-        s->view = v;
         return 0;
 }
 
-/* Which thread runs and which address space applies, at the current time.
- * Once the segment has shown a jump to __switch_to (the kernel is traced),
- * threads change only there; times then only move the address-space
- * version of the same process. */
-static int refresh_context(SegState *s, bool force) {
-        uint64_t t = perf_time(s);
-        int32_t pid, tid;
-
-        /* Threads change by time only outside traced user code: in a
-         * user-only trace a stretch from trace start to trace stop is one
-         * thread's (switches happen in the kernel); with the kernel traced,
-         * at __switch_to. */
-        bool by_time = !s->switch_ip_mode && !s->starts_mode && !s->in_user_region;
-
-        if (force || (by_time && (t < s->ctx_begin || t >= s->ctx_end))) {
-                decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, &pid, &tid, &s->ctx_begin, &s->ctx_end);
-                if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
-                        pid = decode_context_pid_of(s->d->ctx, tid);
-                if (pid != s->pid || tid != s->tid || force) {
-                        s->pid = pid;
-                        s->tid = tid;
-                        return set_view(s, t);
-                }
-        }
-        if (t < s->view_begin || t >= s->view_end)
-                return set_view(s, t);
-        return 0;
-}
-
-/*
- * Thread switches. The trace's time lags: libipt knows the time of the
- * last timing packet, up to one MTC period (d->switch_slack_ns) before the
- * instruction, while side-band switch records carry the true time. So
- * threads change where the trace shows a switch:
- *
- *   - at a jump to __switch_to with the kernel traced (perf's switch_ip):
- *     exactly one switch happens there, the side-band's next one;
- *   - at a CR3 write (PIP) when __switch_to is not known: the same;
- *   - with the kernel not traced, at a trace start (TIP.PGE, or an OVF
- *     that resolves): the thread switched in last before it, by the
- *     bounds its timing packets give (client/decode/starts.h).
- */
-/* The point (client/decode/starts.h) the decoder has just read, and the thread
- * current there. */
-static const DecodeStart *point_thread(SegState *s, int32_t *ret_pid, int32_t *ret_tid,
-                                       uint64_t *ret_begin) {
-        const DecodeStart *st;
-        uint64_t pos = 0, t;
+/* The trace start (client/decode/starts.h) the decoder has just read. */
+static const DecodeStart *start_here(SegState *s) {
+        uint64_t pos = 0;
 
         if (pt_blk_get_offset(s->dec, &pos) < 0)
                 return NULL;
-        st = decode_starts_find(&s->w->starts, pos);
-        if (!st)
-                return NULL;
-        if (st->has_hi) {
-                t = perf_tsc_to_time(&s->d->clock.conversion, st->hi_tsc);
-                if (st->hi_after && t > 0)
-                        t--; /* only switches strictly before it */
-        } else if (decode_context_trace_end(s->d->ctx, s->ctx_cpu, &t) < 0)
-                /* No timing packet after it, and no word on when the trace
-                 * ended: whoever the side-band has last. */
-                t = DECODE_TIME_INFINITY - 2;
-        decode_context_thread_at(s->d->ctx, s->ctx_cpu, t, ret_pid, ret_tid, ret_begin, NULL);
-        if (*ret_pid == DECODE_PID_UNKNOWN && *ret_tid != DECODE_PID_UNKNOWN)
-                *ret_pid = decode_context_pid_of(s->d->ctx, *ret_tid);
-        return st;
-}
-
-static int start_thread(SegState *s) {
-        const DecodeStart *st;
-        uint64_t begin;
-        int32_t pid, tid;
-
-        st = point_thread(s, &pid, &tid, &begin);
-        if (!st || st->event)
-                return refresh_context(s, true);
-        s->pid = pid;
-        s->tid = tid;
-        /* The switch came before the start: address spaces as of then at least. */
-        s->floor = MAX(s->floor, begin);
-        return set_view(s, perf_time(s));
-}
-
-/* In switch_ip mode threads change one switch at a time, in the
- * side-band's order: take the run after the current one, if the trace's
- * time is not too far before it. */
-static int adopt_next_switch(SegState *s) {
-        uint64_t next = s->ctx_end;
-        int32_t pid, tid;
-
-        /* By order, not by time: each jump to __switch_to is one switch,
-         * whatever the (possibly coarse) timing says. */
-        if (next == DECODE_TIME_INFINITY)
-                return 0;
-        decode_context_thread_at(s->d->ctx, s->ctx_cpu, next, &pid, &tid, &s->ctx_begin, &s->ctx_end);
-        if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
-                pid = decode_context_pid_of(s->d->ctx, tid);
-        s->pid = pid;
-        s->tid = tid;
-        s->floor = MAX(s->floor, next);
-        return set_view(s, perf_time(s));
-}
-
-/* The first __switch_to of a segment settles what the segment's start
- * could only guess from the PSB's time: the switch record nearest before
- * this jump (within the lag) is the one happening here, and everything
- * since the segment's start was the thread before it. So the answer does
- * not depend on where segments start. */
-static int first_switch(SegState *s) {
-        uint64_t t = perf_time(s), begin, end;
-        int32_t pid, tid, ppid, ptid;
-
-        /* Without fine timing the PSB's time cannot place the switch:
-         * take the next one in order. */
-        if (!s->d->clock.has_conversion || !s->has_time || s->d->switch_slack_ns == 0)
-                return adopt_next_switch(s);
-        /* The record is written a little after the jump (and the time
-         * lags up to an MTC period): allow two periods. */
-        decode_context_thread_at(s->d->ctx, s->ctx_cpu, t + 2 * s->d->switch_slack_ns, &pid, &tid, &begin, &end);
-        if (begin == 0)
-                return adopt_next_switch(s);
-        decode_context_thread_at(s->d->ctx, s->ctx_cpu, begin - 1, &ppid, &ptid, NULL, NULL);
-        if (ppid == DECODE_PID_UNKNOWN && ptid != DECODE_PID_UNKNOWN)
-                ppid = decode_context_pid_of(s->d->ctx, ptid);
-        for (size_t i = 0; i < s->res->n_records; i++) {
-                s->res->records[i].pid = ppid;
-                s->res->records[i].tid = ptid;
-        }
-        s->floor = MAX(s->floor, begin);
-        return refresh_context(s, true);
+        return decode_starts_find(&s->c->starts, pos);
 }
 
 static int note_time(SegState *s, uint64_t tsc) {
         DecodeCpuStats *st = &s->res->stats;
 
-        s->tsc = tsc;
-        s->has_time = true;
+        s->at.tsc = tsc;
+        s->at.has_time = true;
         if (!st->has_time) {
                 st->first_tsc = st->last_tsc = tsc;
                 st->has_time = true;
@@ -259,14 +111,14 @@ static int update_time(SegState *s) {
 
         if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
                 return 0; /* no wall-clock time (yet) */
-        if (s->has_time && tsc == s->tsc)
+        if (s->at.has_time && tsc == s->at.tsc)
                 return 0;
         if (pt_blk_core_bus_ratio(s->dec, &cbr) >= 0 && cbr <= UINT8_MAX)
                 s->cbr = cbr;
         r = note_time(s, tsc);
         if (r < 0)
                 return r;
-        return refresh_context(s, false);
+        return decode_attribution_refresh(&s->at, false);
 }
 
 static int update_time_event(SegState *s, const struct pt_event *ev) {
@@ -274,19 +126,19 @@ static int update_time_event(SegState *s, const struct pt_event *ev) {
 
         if (!ev->has_tsc)
                 return update_time(s);
-        if (s->has_time && ev->tsc == s->tsc)
+        if (s->at.has_time && ev->tsc == s->at.tsc)
                 return 0;
         r = note_time(s, ev->tsc);
         if (r < 0)
                 return r;
-        return refresh_context(s, false);
+        return decode_attribution_refresh(&s->at, false);
 }
 
 static DecodeRecord *emit(SegState *s, DecodeRecordType type, uint8_t kind) {
         DecodeSegmentResult *res = s->res;
         DecodeRecord *r;
 
-        if (!s->d->want_records)
+        if (!s->env->want_records)
                 r = &s->scratch;
         else {
                 if (res->n_records == res->allocated) {
@@ -303,11 +155,11 @@ static DecodeRecord *emit(SegState *s, DecodeRecordType type, uint8_t kind) {
                 .type = type,
                 .kind = kind,
                 .cbr = s->cbr,
-                .flags = s->has_time ? DECODE_RECORD_HAS_TIME : 0,
-                .pid = s->pid,
-                .tid = s->tid,
-                .tsc = s->tsc,
-                .view = s->view,
+                .flags = s->at.has_time ? DECODE_RECORD_HAS_TIME : 0,
+                .pid = s->at.pid,
+                .tid = s->at.tid,
+                .tsc = s->at.tsc,
+                .view = s->at.view,
         };
         if (type != DECODE_RECORD_BLOCK) {
                 r->ninsn = s->ninsn;
@@ -324,14 +176,9 @@ static int emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64
         r->from = from;
         r->to = to;
         s->res->stats.branches++;
-        if (to == s->d->switch_to_addr && to != 0 && (kind == DECODE_BRANCH_JMP || kind == DECODE_BRANCH_CALL)) {
-                s->switch_ip_mode = true;
-                s->starts_mode = false;
-                if (s->seen_switch_to)
-                        return adopt_next_switch(s);
-                s->seen_switch_to = true;
-                return first_switch(s);
-        }
+        if (to == s->env->switch_to_addr && to != 0 &&
+            (kind == DECODE_BRANCH_JMP || kind == DECODE_BRANCH_CALL))
+                return decode_attribution_switch_to(&s->at, s->res->records, s->res->n_records);
         return 0;
 }
 
@@ -370,7 +217,7 @@ static int emit_error(SegState *s, int status, uint64_t ip, const char *detail) 
                 return -ENOMEM;
         r->from = ip;
         r->payload = offset;
-        if (s->d->want_records) {
+        if (s->env->want_records) {
                 const char *msg = detail ?: pt_errstr(code);
                 r->str = (uint32_t) res->strings.size + 1;
                 if (buffer_append(&res->strings, msg, strlen(msg) + 1) < 0)
@@ -388,23 +235,23 @@ static int classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret) 
         size_t n = 0;
         int r;
 
-        if (!b->truncated && s->w->classify[slot].ip == b->end_ip && s->w->classify[slot].isid == b->isid &&
+        if (!b->truncated && s->c->classify[slot].ip == b->end_ip && s->c->classify[slot].isid == b->isid &&
             b->isid > 0) {
-                *ret = s->w->classify[slot].info;
+                *ret = s->c->classify[slot].info;
                 return 0;
         }
         if (b->truncated) {
                 p = b->raw;
                 n = b->size;
         } else {
-                const DecodeSection *sec = decode_image_cache_section(s->w->images, b->isid);
+                const DecodeSection *sec = decode_image_cache_section(s->c->images, b->isid);
                 if (sec && b->end_ip >= sec->vaddr && b->end_ip - sec->vaddr < sec->size) {
                         p = sec->bytes + (b->end_ip - sec->vaddr);
                         n = MIN((uint64_t) DECODE_INSN_MAX, sec->size - (b->end_ip - sec->vaddr));
                 }
-                if (n < DECODE_INSN_MAX && s->view) {
+                if (n < DECODE_INSN_MAX && s->at.view) {
                         /* Near a section's end: read across sections. */
-                        size_t k = decode_view_read(s->view, b->end_ip, buf, sizeof(buf));
+                        size_t k = decode_view_read(s->at.view, b->end_ip, buf, sizeof(buf));
                         if (k > n) {
                                 p = buf;
                                 n = k;
@@ -417,9 +264,9 @@ static int classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret) 
         if (r < 0)
                 return r;
         if (!b->truncated && b->isid > 0) {
-                s->w->classify[slot].ip = b->end_ip;
-                s->w->classify[slot].isid = b->isid;
-                s->w->classify[slot].info = *ret;
+                s->c->classify[slot].ip = b->end_ip;
+                s->c->classify[slot].isid = b->isid;
+                s->c->classify[slot].info = *ret;
         }
         return 0;
 }
@@ -442,10 +289,10 @@ static int handle_block(SegState *s, const struct pt_block *b) {
          * decoded in, and uses it the next time, whatever the trace says:
          * an address that runs in two modes (a damaged MODE.Exec) decodes
          * depending on what the worker decoded before. Such a segment is
-         * decoded again with an empty cache (decode_segment_run()). */
+         * decoded again with an empty cache (decode_worker_run()). */
         if (_unlikely_(b->mode != ptem_64bit)) {
                 s->other_mode = true;
-                if (s->w->cache_warm)
+                if (s->cache_warm)
                         return -EAGAIN;
         }
         r = resolve(s, b->ip);
@@ -455,7 +302,7 @@ static int handle_block(SegState *s, const struct pt_block *b) {
         s->res->stats.insns += b->ninsn;
         s->res->stats.blocks++;
 
-        if (s->d->want_blocks) {
+        if (s->env->want_blocks) {
                 DecodeRecord *rec = emit(s, DECODE_RECORD_BLOCK, 0);
                 if (!rec)
                         return -ENOMEM;
@@ -485,18 +332,15 @@ static int handle_block(SegState *s, const struct pt_block *b) {
  * next trace start). */
 static int emit_psb(SegState *s, size_t i) {
         const DecodePsb *p = &s->ci->psbs[i];
-        int32_t pid, tid;
+        DecodeRecord *last;
         int r;
 
         r = emit_event(s, DECODE_EVENT_PSB, false, 0, p->offset, 0, 0);
-        if (r < 0 || !s->starts_mode || !p->has_tsc || !s->d->want_records)
+        if (r < 0 || !s->at.starts_mode || !p->has_tsc || !s->env->want_records)
                 return r;
-        decode_context_thread_at(s->d->ctx, s->ctx_cpu, perf_tsc_to_time(&s->d->clock.conversion, p->tsc),
-                                 &pid, &tid, NULL, NULL);
-        if (pid == DECODE_PID_UNKNOWN && tid != DECODE_PID_UNKNOWN)
-                pid = decode_context_pid_of(s->d->ctx, tid);
-        s->res->records[s->res->n_records - 1].pid = pid;
-        s->res->records[s->res->n_records - 1].tid = tid;
+        last = &s->res->records[s->res->n_records - 1];
+        decode_attribution_thread_at(&s->at, perf_tsc_to_time(&s->env->clock->conversion, p->tsc),
+                                     &last->pid, &last->tid, NULL, NULL);
         return 0;
 }
 
@@ -511,7 +355,7 @@ static int flush_pwre(SegState *s) {
 /* Interrupt or exception? The packets are the same; the handler's kernel
  * name tells, as TRUTH.md describes: asm_exc_* handlers are exceptions. */
 static DecodeBranchKind async_kind(SegState *s, uint64_t to) {
-        const DecodeSymbol *sym = decode_sym_cached(s->d->symbols, &s->w->syms, s->view, to);
+        const DecodeSymbol *sym = decode_sym_cached(s->env->symbols, &s->c->syms, s->at.view, to);
 
         if (sym && sym->name && startswith(sym->name, "asm_exc_"))
                 return DECODE_BRANCH_FAULT;
@@ -600,7 +444,7 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
         /* Another mode than 64-bit: see handle_block(). */
         if (_unlikely_(ev->type == ptev_exec_mode && ev->variant.exec_mode.mode != ptem_64bit)) {
                 s->other_mode = true;
-                if (s->w->cache_warm)
+                if (s->cache_warm)
                         return -EAGAIN;
         }
 
@@ -629,7 +473,7 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 case ptev_tsx:
                         return handle_status(s, ev, ev->variant.tsx.ip, true);
                 case ptev_async_paging:
-                        r = refresh_context(s, true);
+                        r = decode_attribution_refresh(&s->at, true);
                         if (r < 0)
                                 return r;
                         return handle_status(s, ev, ev->variant.async_paging.ip, true);
@@ -645,12 +489,10 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 s->pending = false;
                 s->has_last = false;
                 s->res->stats.tr_starts++;
-                s->in_user_region = false;
-                r = s->starts_mode ? start_thread(s) : refresh_context(s, false);
+                r = decode_attribution_trace_start(&s->at, s->at.starts_mode ? start_here(s) : NULL,
+                                                   ev->variant.enabled.ip);
                 if (r < 0)
                         return r;
-                if (!s->switch_ip_mode && ev->variant.enabled.ip < DECODE_KERNEL_START)
-                        s->in_user_region = true;
                 return emit_branch(s, DECODE_BRANCH_TR_START, 0, ev->variant.enabled.ip);
 
         case ptev_disabled: {
@@ -660,7 +502,7 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 s->pending = false;
                 s->has_last = false;
                 s->res->stats.tr_ends++;
-                s->in_user_region = false;
+                s->at.in_user_region = false;
                 return emit_branch(s, DECODE_BRANCH_TR_END, from, 0);
         }
 
@@ -670,7 +512,7 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                         return r;
                 s->has_last = false;
                 s->res->stats.tr_ends++;
-                s->in_user_region = false;
+                s->at.in_user_region = false;
                 return emit_branch(s, DECODE_BRANCH_TR_END, ev->variant.async_disabled.at, 0);
 
         case ptev_async_branch:
@@ -683,19 +525,13 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
 
         case ptev_paging:
         case ptev_async_paging:
-                /* A CR3 write: a switch; unless __switch_to tells us better. */
-                if (s->switch_ip_mode || s->d->switch_to_addr != 0)
-                        return 0;
-                return adopt_next_switch(s);
+                return decode_attribution_cr3_write(&s->at, s->env->switch_to_addr);
 
         case ptev_overflow:
                 s->pending = false;
                 s->has_last = false;
-                s->in_user_region = false;
                 s->res->stats.overflows++;
-                /* Switches may have been lost with the packets: by time
-                 * again; with the kernel not traced the OVF is a start. */
-                r = s->starts_mode ? start_thread(s) : refresh_context(s, true);
+                r = decode_attribution_overflow(&s->at, s->at.starts_mode ? start_here(s) : NULL);
                 if (r < 0)
                         return r;
                 return emit_branch(s, DECODE_BRANCH_OVF, 0, ev->ip_suppressed ? 0 : ev->variant.overflow.ip);
@@ -744,15 +580,14 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
         case ptev_cbr:
                 s->cbr = ev->variant.cbr.ratio;
                 r = emit_event(s, DECODE_EVENT_CBR, false, 0, ev->variant.cbr.ratio, 0, 0);
-                if (r >= 0 && s->starts_mode && !s->in_user_region && s->d->want_records) {
+                if (r >= 0 && s->at.starts_mode && !s->at.in_user_region && s->env->want_records) {
                         /* While tracing is off the thread may have changed
                          * since the last trace start. */
-                        int32_t pid, tid;
-                        const DecodeStart *st = point_thread(s, &pid, &tid, NULL);
+                        const DecodeStart *st = start_here(s);
 
                         if (st && st->event) {
-                                s->res->records[s->res->n_records - 1].pid = pid;
-                                s->res->records[s->res->n_records - 1].tid = tid;
+                                DecodeRecord *last = &s->res->records[s->res->n_records - 1];
+                                decode_attribution_thread_after(&s->at, st, &last->pid, &last->tid, NULL);
                         }
                 }
                 return r;
@@ -789,8 +624,8 @@ static int report_error(SegState *s, int status, uint64_t ip) {
                                                  "(wrong image, or a loop whose end was not recorded)");
         }
         if (pt_errcode(status) == pte_nomap) {
-                uint64_t t = perf_time(s);
-                detail = decode_images_explain_missing(s->d->images, s->pid, ip, t);
+                uint64_t t = decode_attribution_time(&s->at);
+                detail = decode_images_explain_missing(s->env->images, s->at.pid, ip, t);
         } else if (asprintf(&detail, "%s", pt_errstr(pt_errcode(status))) < 0)
                 detail = NULL;
         return emit_error(s, status, ip, detail);
@@ -835,7 +670,7 @@ static int resync(SegState *s) {
                 size_t i = decode_cpu_index_psb_at(s->ci, sync);
                 s->psb_reported = i == SIZE_MAX || i == 0 ? SIZE_MAX : i - 1;
         }
-        s->in_user_region = false;
+        s->at.in_user_region = false;
         return status;
 }
 
@@ -860,32 +695,27 @@ static bool no_progress(SegState *s) {
         return true;
 }
 
-/* Records rendered as text in chunks of this many while decoding (when
- * workers render): the chunk stays in the cache between being written and
- * being rendered, where a whole segment's records would not. */
-#define RENDER_CHUNK 4096U
+/* Records handed to the sink in chunks of this many while decoding: the
+ * chunk stays in the cache between being written and being taken (the
+ * sink renders it as text), where a whole segment's records would not. */
+#define SINK_CHUNK 4096U
 
-/* Render the records so far and forget them. Not before they are final:
- * the first __switch_to of a segment rewrites the threads of everything
- * before it (first_switch()), where the kernel may be traced. */
-static int render_records(SegState *s, bool all) {
-        Decoder *d = s->d;
+/* Hand the records so far to the sink and forget them. Not before they
+ * are final: the first __switch_to of a segment rewrites the threads of
+ * everything before it (decode_attribution_switch_to()), where the kernel
+ * may be traced. */
+static int sink_records(SegState *s, bool all) {
         DecodeSegmentResult *res = s->res;
+        int r;
 
-        if (!d->render_in_workers)
+        if (!s->sink)
                 return 0;
-        if (!all && (res->n_records < RENDER_CHUNK ||
-                     (d->switch_to_addr != 0 && !s->starts_mode && !s->seen_switch_to)))
+        if (!all && (res->n_records < SINK_CHUNK ||
+                     (s->env->switch_to_addr != 0 && !s->at.starts_mode && !s->at.seen_switch_to)))
                 return 0;
-        for (size_t i = 0; i < res->n_records; i++) {
-                int r;
-
-                if (!decoder_record_selected(d, &res->records[i]))
-                        continue;
-                r = d->formatter->render(d, s->w, &s->render, res, &res->records[i], &res->text);
-                if (r < 0)
-                        return r;
-        }
+        r = s->sink->take(s->sink->userdata, res);
+        if (r < 0)
+                return r;
         res->n_records = 0;
         return 0;
 }
@@ -937,8 +767,8 @@ static int run(SegState *s) {
                                 if (r < 0)
                                         return r;
                         }
-                        if (_unlikely_(s->res->n_records >= RENDER_CHUNK)) {
-                                r = render_records(s, false);
+                        if (_unlikely_(s->res->n_records >= SINK_CHUNK)) {
+                                r = sink_records(s, false);
                                 if (r < 0)
                                         return r;
                         }
@@ -967,42 +797,40 @@ static int run(SegState *s) {
         return catch_up_psbs(s);
 }
 
-static int segment_attempt(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret,
-                           bool *ret_other_mode) {
-        _cleanup_(decode_segment_result_freep) DecodeSegmentResult *res = NULL;
-        const DecodeSegment *seg = &d->plan.segments[segment];
-        const DecodeCpuIndex *ci = &d->index->cpus[seg->cpu_index];
-        struct pt_config cfg = d->base_config;
+int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWorkerEnv *env, size_t segment,
+                          const DecodeRecordSink *sink, DecodeSegmentResult *res, bool *ret_other_mode) {
+        const DecodeSegment *seg = &env->plan->segments[segment];
+        const DecodeCpuIndex *ci = &env->index->cpus[seg->cpu_index];
+        struct pt_config cfg = env->base_config;
         SegState s = {
-                .d = d,
-                .w = w,
+                .env = env,
+                .c = c,
+                .cache_warm = cache_warm,
                 .seg = seg,
                 .ci = ci,
-                .ctx_cpu = d->ctx_cpus[seg->cpu_index],
-                .pid = DECODE_PID_UNKNOWN,
-                .tid = DECODE_PID_UNKNOWN,
+                .res = res,
+                .sink = sink,
+                .at = {
+                        .ctx = env->ctx,
+                        .images = env->images,
+                        .clock = env->clock,
+                        .cpu = env->ctx_cpus[seg->cpu_index],
+                        .switch_slack_ns = env->switch_slack_ns,
+                        .set_view = set_image,
+                        .pid = DECODE_PID_UNKNOWN,
+                        .tid = DECODE_PID_UNKNOWN,
+                        /* Known up front, so that the answer does not depend on
+                         * where the segment starts. */
+                        .switch_ip_mode = ci->kernel_traced && env->switch_to_addr != 0,
+                },
                 .psb_reported = SIZE_MAX,
-                /* Known up front, so that the answer does not depend on
-                 * where the segment starts. */
-                .switch_ip_mode = ci->kernel_traced && d->switch_to_addr != 0,
         };
         int r;
 
-        res = calloc(1, sizeof(*res));
-        if (!res)
-                return -ENOMEM;
-        if (d->render_in_workers) {
-                if (w->spare_records) {
-                        res->records = TAKE_PTR(w->spare_records);
-                        res->allocated = w->spare_allocated;
-                }
-                decoder_take_text_buffer(d, &res->text);
-        } else if (d->want_records)
-                decoder_take_records(d, res);
-        res->segment = segment;
-        res->cpu = seg->cpu;
-        res->stats.bytes = seg->next - seg->begin;
-        s.res = res;
+        s.at.userdata = &s;
+        decode_segment_result_reset(res, segment, seg->cpu, seg->next - seg->begin);
+        if (sink && sink->start)
+                sink->start(sink->userdata);
 
         cfg.begin = (uint8_t *) ci->data;
         cfg.end = (uint8_t *) ci->data + seg->limit;
@@ -1012,13 +840,14 @@ static int segment_attempt(Decoder *d, DecodeWorker *w, size_t segment, DecodeSe
 
         /* With the kernel not traced, threads change at trace starts, by
          * the time bounds of this segment's starts. */
-        s.starts_mode = !s.switch_ip_mode && !ci->kernel_traced && d->clock.has_conversion && seg->has_time;
-        if (s.starts_mode) {
+        s.at.starts_mode =
+                !s.at.switch_ip_mode && !ci->kernel_traced && env->clock->has_conversion && seg->has_time;
+        if (s.at.starts_mode) {
                 struct pt_config scfg = cfg;
 
                 /* The bounds of the last starts may lie past the segment. */
                 scfg.end = (uint8_t *) ci->data + ci->size;
-                r = decode_starts_scan(&w->starts, &scfg, seg->begin, seg->next);
+                r = decode_starts_scan(&c->starts, &scfg, seg->begin, seg->next);
                 if (r < 0) {
                         pt_blk_free_decoder(s.dec);
                         return r;
@@ -1027,54 +856,22 @@ static int segment_attempt(Decoder *d, DecodeWorker *w, size_t segment, DecodeSe
 
         /* The context at the segment's start, before libipt has any time. */
         if (seg->has_time) {
-                s.tsc = seg->tsc_begin;
-                s.has_time = true;
+                s.at.tsc = seg->tsc_begin;
+                s.at.has_time = true;
         }
-        r = refresh_context(&s, true);
+        r = decode_attribution_refresh(&s.at, true);
         if (r >= 0) {
-                s.has_time = false;
+                s.at.has_time = false;
                 r = run(&s);
         }
         pt_blk_free_decoder(s.dec);
         *ret_other_mode = s.other_mode;
-        if (r == -EAGAIN) {
-                /* Keep the buffers for the next attempt. */
-                free(w->spare_records);
-                w->spare_records = TAKE_PTR(res->records);
-                w->spare_allocated = res->allocated;
+        if (r == -EAGAIN)
                 return r;
-        }
         if (r >= 0)
-                r = render_records(&s, true);
+                r = sink_records(&s, true);
         if (r < 0)
                 res->error = r;
         res->tail_ninsn = s.ninsn;
-        *ret = TAKE_PTR(res);
         return r == -ENOMEM ? r : 0;
-}
-
-int decode_segment_run(Decoder *d, DecodeWorker *w, size_t segment, DecodeSegmentResult **ret) {
-        bool other_mode = false;
-        int r;
-
-        /* A cache that saw other modes starts afresh (see handle_block()). */
-        if (w->cache_tainted) {
-                r = decode_image_cache_reset(w->images);
-                if (r < 0)
-                        return r;
-                w->cache_tainted = w->cache_warm = false;
-        }
-        r = segment_attempt(d, w, segment, ret, &other_mode);
-        if (r == -EAGAIN) {
-                r = decode_image_cache_reset(w->images);
-                if (r < 0)
-                        return r;
-                w->cache_warm = false;
-                r = segment_attempt(d, w, segment, ret, &other_mode);
-        }
-        if (r < 0)
-                return r;
-        w->cache_warm = true;
-        w->cache_tainted = other_mode;
-        return 0;
 }

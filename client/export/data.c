@@ -1,9 +1,8 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * Bundle -> perf.data directory. What goes where, and why:
+ * OUTDIR/data, a file mode perf.data. What goes where, and why:
  *
- * data (file mode perf.data):
  *   attrs   the intel_pt event (type, config and exclusions from the
  *           manifest) and the dummy tracking event (mmap, mmap2, comm,
  *           task, context_switch...), both with the side-band's
@@ -31,72 +30,17 @@
  *           wall-clock time, for perf script -F +tod). Not written: CPU and
  *           NUMA topology, caches, memory: the bundle does not record them
  *           and perf script and perf report do not need them.
- *
- * kcore_dir/{kcore,kallsyms,modules}: as perf record --kcore. perf reads it
- *   when -i names the directory: kallsyms from kcore_dir/kallsyms, then
- *   kcore next to it, after checking that kallsyms' _text matches the
- *   kernel MMAP and that every module map matches kcore_dir/modules (so an
- *   empty modules file is written when the bundle has none).
- *
- * symfs/PATH: user images at the paths they were mapped under, for
- *   perf's --symfs (perf checks their build-ids against the BUILD_ID
- *   feature).
  */
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 
-#include "common/bundle/bundle.h"
-#include "client/export/perf.h"
-#include "common/basic/fileio.h"
+#include "client/export/internal.h"
 #include "common/perf/attr.h"
 #include "common/perf/data.h"
 #include "common/perf/record.h"
-
-void export_perf_result_done(ExportPerfResult *r) {
-        strv_free(r->notes);
-        *r = (ExportPerfResult){};
-}
-
-_printf_(2, 3) static int note(ExportPerfResult *res, const char *fmt, ...) {
-        _cleanup_free_ char *s = NULL;
-        size_t n = 0;
-        va_list ap;
-        char **l;
-
-        va_start(ap, fmt);
-        if (vasprintf(&s, fmt, ap) < 0)
-                s = NULL;
-        va_end(ap);
-        if (!s)
-                return -ENOMEM;
-        while (res->notes && res->notes[n])
-                n++;
-        l = reallocarray(res->notes, n + 2, sizeof(char *));
-        if (!l)
-                return -ENOMEM;
-        l[n] = TAKE_PTR(s);
-        l[n + 1] = NULL;
-        res->notes = l;
-        return 0;
-}
-
-_printf_(3, 4) static int errorf(char **ret_error, int r, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error && !*ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 /* ---- the side-band: ids, what it has, time range ---- */
 
@@ -197,7 +141,7 @@ static int scan_sideband(const uint8_t *data, size_t size, uint64_t sample_type,
                         f->kernel_mmap = true;
         }
         if (k < 0)
-                return note(res,
+                return export_note(res,
                             "side-band is malformed after %zu bytes (%" PRIu64
                             " records): the rest is left out",
                             f->valid_size, f->n_records);
@@ -240,241 +184,6 @@ static int invent_ids(IdSet *s, uint64_t *next, size_t n) {
         }
         return 0;
 }
-
-/* ---- files ---- */
-
-static int write_all_at(int dirfd, const char *name, const void *data, size_t size, mode_t mode) {
-        _cleanup_close_ int fd =
-                openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-
-        if (fd < 0)
-                return -errno;
-        return loop_write(fd, data, size);
-}
-
-static int copy_fd_to(int src, int dirfd, const char *name, mode_t mode) {
-        _cleanup_close_ int fd =
-                openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
-        uint8_t buf[65536];
-
-        if (fd < 0)
-                return -errno;
-        if (lseek(src, 0, SEEK_SET) < 0)
-                return -errno;
-        for (;;) {
-                ssize_t k = read(src, buf, sizeof buf);
-                int r;
-
-                if (k < 0 && errno == EINTR)
-                        continue;
-                if (k < 0)
-                        return -errno;
-                if (k == 0)
-                        return 0;
-                r = loop_write(fd, buf, (size_t) k);
-                if (r < 0)
-                        return r;
-        }
-}
-
-/* A path from the manifest as a relative path under symfs: absolute, no
- * empty, "." or ".." components, nothing that could leave the tree. */
-static char *symfs_relative(const char *path) {
-        const char *p;
-
-        if (!path || path[0] != '/' || strlen(path) >= 4096)
-                return NULL;
-        p = path + 1;
-        if (!*p)
-                return NULL;
-        for (const char *c = p; *c;) {
-                const char *e = strchrnul(c, '/');
-                size_t l = (size_t) (e - c);
-
-                if (l == 0 || (l == 1 && c[0] == '.') || (l == 2 && c[0] == '.' && c[1] == '.'))
-                        return NULL;
-                c = *e ? e + 1 : e;
-        }
-        return strdup(p);
-}
-
-/* mkdir -p of rel's parent under dirfd, refusing to pass through anything
- * that is not a directory we made (O_NOFOLLOW|O_DIRECTORY at each step). */
-static int open_parent(int dirfd, const char *rel, int *ret_fd, const char **ret_base) {
-        _cleanup_free_ char *copy = strdup(rel);
-        _cleanup_close_ int cur = -EBADF;
-        char *c, *slash;
-
-        if (!copy)
-                return -ENOMEM;
-        cur = fcntl(dirfd, F_DUPFD_CLOEXEC, 3);
-        if (cur < 0)
-                return -errno;
-        c = copy;
-        while ((slash = strchr(c, '/'))) {
-                int nfd;
-
-                *slash = 0;
-                if (mkdirat(cur, c, 0755) < 0 && errno != EEXIST)
-                        return -errno;
-                nfd = openat(cur, c, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-                if (nfd < 0)
-                        return -errno;
-                safe_close(cur);
-                cur = nfd;
-                c = slash + 1;
-        }
-        *ret_fd = TAKE_FD(cur);
-        *ret_base = rel + (c - copy);
-        return 0;
-}
-
-static int export_images(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res) {
-        _cleanup_close_ int symfs = -EBADF;
-        int r;
-
-        if (mkdirat(outfd, "symfs", 0755) < 0)
-                return -errno;
-        symfs = openat(outfd, "symfs", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (symfs < 0)
-                return -errno;
-
-        for (size_t i = 0; i < m->n_images; i++) {
-                const BundleImage *img = &m->images[i];
-                _cleanup_free_ char *error = NULL, *first = NULL;
-                _cleanup_close_ int mfd = -EBADF;
-                size_t placed = 0;
-
-                if (!img->member)
-                        continue; /* missing: perf will say "no image" too */
-                if (img->kind == BUNDLE_IMAGE_VDSO) {
-                        r = note(res,
-                                 "vDSO image %s not exported: perf reads the vDSO from its build-id cache "
-                                 "only",
-                                 img->member);
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                r = bundle_reader_member_memfd(br, img->member, &mfd, &error);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        r = note(res, "image %s unreadable, left out: %s", img->member, strna(error));
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
-                for (char **p = img->paths; p && *p; p++) {
-                        _cleanup_free_ char *rel = symfs_relative(*p);
-                        _cleanup_close_ int pfd = -EBADF;
-                        const char *base = NULL;
-
-                        if (!rel) {
-                                r = note(res, "image path '%s' is not a plain absolute path, left out", *p);
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        r = open_parent(symfs, rel, &pfd, &base);
-                        if (r >= 0) {
-                                /* One copy per image; further paths are links to it. */
-                                if (first && linkat(symfs, first, pfd, base, 0) >= 0)
-                                        r = 0;
-                                else
-                                        r = copy_fd_to(mfd, pfd, base, 0644);
-                        }
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0) {
-                                r = note(res, "image %s not placed at %s: %s", img->member, *p,
-                                         strerror(-r));
-                                if (r < 0)
-                                        return r;
-                                continue;
-                        }
-                        if (!first && !(first = strdup(rel)))
-                                return -ENOMEM;
-                        placed++;
-                }
-                if (placed > 0) {
-                        res->n_images++;
-                        res->n_image_paths += placed;
-                }
-        }
-        return 0;
-}
-
-static int export_kernel(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res) {
-        _cleanup_close_ int kdir = -EBADF;
-        _cleanup_free_ char *error = NULL;
-        int r;
-
-        if (!m->kernel.kcore_member && !m->kernel.kallsyms_member)
-                return note(res, "no kcore_dir: the bundle has no kernel image (%s)",
-                            strna(m->kernel.kcore_absent_reason));
-        if (mkdirat(outfd, "kcore_dir", 0755) < 0)
-                return -errno;
-        kdir = openat(outfd, "kcore_dir", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-        if (kdir < 0)
-                return -errno;
-
-        if (m->kernel.kcore_member) {
-                _cleanup_close_ int mfd = -EBADF;
-
-                r = bundle_reader_member_memfd(br, m->kernel.kcore_member, &mfd, &error);
-                if (r >= 0)
-                        r = copy_fd_to(mfd, kdir, "kcore", 0400);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        r = note(res, "kernel image %s not exported: %s", m->kernel.kcore_member,
-                                 error ?: strerror(-r));
-                        if (r < 0)
-                                return r;
-                } else
-                        res->kcore = true;
-                error = mfree(error);
-        } else {
-                r = note(res, "kcore_dir without kcore: %s", strna(m->kernel.kcore_absent_reason));
-                if (r < 0)
-                        return r;
-        }
-
-        /* perf wants all three next to each other; an absent modules list
-         * is an empty file (no modules to check against). */
-        static const struct {
-                const char *file;
-                size_t offset;
-        } texts[] = {
-                { "kallsyms", offsetof(BundleKernel, kallsyms_member) },
-                { "modules", offsetof(BundleKernel, modules_member) },
-        };
-        for (size_t i = 0; i < ELEMENTSOF(texts); i++) {
-                const char *member = *(char *const *) ((const uint8_t *) &m->kernel + texts[i].offset);
-                _cleanup_free_ void *data = NULL;
-                size_t size = 0;
-
-                if (member) {
-                        r = bundle_reader_read_member(br, member, &data, &size, &error);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0) {
-                                r = note(res, "%s unreadable, written empty: %s", member, strna(error));
-                                if (r < 0)
-                                        return r;
-                                error = mfree(error);
-                                size = 0;
-                        }
-                }
-                r = write_all_at(kdir, texts[i].file, data, size, 0400);
-                if (r < 0)
-                        return r;
-        }
-        return 0;
-}
-
-/* ---- data ---- */
 
 static int add_string_feature(PerfDataWriter *w, PerfDataFeature f, const char *s) {
         _cleanup_buffer_ Buffer b = BUFFER_NULL;
@@ -549,7 +258,7 @@ static int add_features(PerfDataWriter *w, const BundleManifest *m, const Sideba
                 if (img->build_id_size == 0 || img->kind != BUNDLE_IMAGE_FILE)
                         continue;
                 for (char **p = img->paths; p && *p; p++) {
-                        _cleanup_free_ char *rel = symfs_relative(*p);
+                        _cleanup_free_ char *rel = export_symfs_path(*p);
 
                         /* The same paths symfs gets: plain absolute ones. */
                         if (!rel)
@@ -647,7 +356,7 @@ static int kernel_mmap_record(Buffer *b, const BundleManifest *m, const char *ka
                                         PERF_DATA_KERNEL_NAME "_text", sample_id_all ? &sid : NULL);
 }
 
-static int write_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
+int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
                       ExportPerfResult *res, char **ret_error) {
         _cleanup_(perf_data_writer_freep) PerfDataWriter *w = NULL;
         _cleanup_free_ void *sb = NULL, *kallsyms = NULL;
@@ -666,14 +375,14 @@ static int write_data(BundleReader *br, const BundleManifest *m, int outfd, cons
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        r = note(res, "side-band %s unreadable, left out: %s", m->sideband.member,
+                        r = export_note(res, "side-band %s unreadable, left out: %s", m->sideband.member,
                                  strna(error));
                         if (r < 0)
                                 return r;
                         sb = mfree(sb);
                         sb_size = 0;
                 }
-        } else if ((r = note(res, "the bundle has no side-band: perf cannot tell threads or find images")) <
+        } else if ((r = export_note(res, "the bundle has no side-band: perf cannot tell threads or find images")) <
                    0)
                 return r;
         r = scan_sideband(sb, sb_size, sample_type, sample_id_all, &f, res);
@@ -786,7 +495,7 @@ static int write_data(BundleReader *br, const BundleManifest *m, int outfd, cons
                 r = kernel_mmap_record(&b, m, kallsyms, sample_type, sample_id_all,
                                        f.has_time ? f.first_time : 0, f.sb_ids.ids[0]);
                 if (r == -ENODATA)
-                        r = note(res, "no kernel MMAP: the side-band has none and kallsyms has no _text");
+                        r = export_note(res, "no kernel MMAP: the side-band has none and kallsyms has no _text");
                 else if (r >= 0)
                         res->n_synthesized++;
                 if (r < 0)
@@ -827,7 +536,7 @@ static int write_data(BundleReader *br, const BundleManifest *m, int outfd, cons
                 if (r == -ENOMEM)
                         goto finish;
                 if (r < 0) {
-                        r = note(res, "CPU %" PRIu32 ": %s unreadable, left out: %s", c->cpu, c->member,
+                        r = export_note(res, "CPU %" PRIu32 ": %s unreadable, left out: %s", c->cpu, c->member,
                                  strna(error));
                         error = mfree(error);
                         if (r < 0)
@@ -853,72 +562,6 @@ static int write_data(BundleReader *br, const BundleManifest *m, int outfd, cons
 finish:
         sideband_facts_done(&f);
         if (r < 0 && r != -ENOMEM)
-                return errorf(ret_error, r, "cannot write the perf.data file: %s", strerror(-r));
+                return export_error(ret_error, r, "cannot write the perf.data file: %s", strerror(-r));
         return r;
-}
-
-int export_perf(const char *bundle, const char *outdir, const char *const *cmdline, ExportPerfResult *ret,
-                char **ret_error) {
-        _cleanup_(bundle_reader_freep) BundleReader *br = NULL;
-        _cleanup_(export_perf_result_done) ExportPerfResult res = {};
-        _cleanup_close_ int outfd = -EBADF;
-        const BundleManifest *m;
-        bool created = false;
-        int r;
-
-        {
-                _cleanup_free_ char *e = NULL;
-
-                r = bundle_reader_open(bundle, NULL, &br, &e);
-                if (r < 0)
-                        return errorf(ret_error, r, "%s: %s", bundle, e ?: strerror(-r));
-        }
-        m = bundle_reader_manifest(br);
-
-        if (mkdir(outdir, 0755) >= 0)
-                created = true;
-        else if (errno != EEXIST)
-                return errorf(ret_error, -errno, "cannot create %s: %m", outdir);
-        outfd = open(outdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-        if (outfd < 0)
-                return errorf(ret_error, -errno, "cannot open %s: %m", outdir);
-        if (!created) {
-                _cleanup_close_ int dfd = fcntl(outfd, F_DUPFD_CLOEXEC, 3);
-                DIR *dir = dfd >= 0 ? fdopendir(dfd) : NULL;
-                struct dirent *de;
-                bool empty = true;
-
-                if (!dir)
-                        return errorf(ret_error, -errno, "cannot read %s: %m", outdir);
-                TAKE_FD(dfd);
-                while ((de = readdir(dir)))
-                        if (!streq(de->d_name, ".") && !streq(de->d_name, ".."))
-                                empty = false;
-                closedir(dir);
-                if (!empty)
-                        return errorf(ret_error, -EEXIST, "%s exists and is not empty", outdir);
-        }
-
-        r = write_data(br, m, outfd, cmdline, &res, ret_error);
-        if (r >= 0)
-                r = export_kernel(br, m, outfd, &res);
-        if (r >= 0)
-                r = export_images(br, m, outfd, &res);
-        if (r < 0) {
-                /* Leave nothing half-written behind. */
-                if (created)
-                        (void) rm_rf(outdir);
-                else {
-                        static const char *const ours[] = { "data", "kcore_dir", "symfs" };
-                        for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
-                                _cleanup_free_ char *p = NULL;
-                                if (asprintf(&p, "%s/%s", outdir, ours[i]) >= 0)
-                                        (void) rm_rf(p);
-                        }
-                }
-                return errorf(ret_error, r, "cannot export to %s: %s", outdir, strerror(-r));
-        }
-        *ret = res;
-        res = (ExportPerfResult){};
-        return 0;
 }

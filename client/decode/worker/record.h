@@ -2,15 +2,15 @@
 #pragma once
 
 /*
- * What a worker hands the formats: a compact record per branch taken,
- * event, error (and, for --format=insn, per libipt block), in execution
- * order, with the thread that ran it. One DecodeSegmentResult per segment.
+ * What a worker produces (client/decode/worker/segment.c) and the stages
+ * above it read (stitching, formats, summary): a compact record per
+ * branch taken, event, error (and, for --format=insn, per libipt block),
+ * in execution order, with the thread that ran it and the address space
+ * it ran in. One DecodeSegmentResult per segment of the plan.
  */
 
-#include <intel-pt.h>
-
 #include "common/basic/buffer.h"
-#include "client/decode/image.h"
+#include "client/decode/image/image.h"
 #include "client/decode/insn.h"
 
 typedef enum DecodeRecordType {
@@ -88,6 +88,9 @@ typedef struct DecodeSegmentResult {
 
 DecodeSegmentResult *decode_segment_result_free(DecodeSegmentResult *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeSegmentResult *, decode_segment_result_free);
+/* Empty r for (another attempt at) a segment, keeping its memory: the
+ * records array, strings and text are reused, not freed. */
+void decode_segment_result_reset(DecodeSegmentResult *r, size_t segment, uint32_t cpu, uint64_t bytes);
 
 static inline const char *decode_record_string(const DecodeSegmentResult *s, const DecodeRecord *r) {
         if (r->str == 0 || r->str > s->strings.size)

@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What the files of client/export/ share; nothing outside the folder
+ * includes this.
+ *
+ *   export.c  export_perf(): the directory, its steps, cleaning up
+ *   data.c    OUTDIR/data: the perf.data file
+ *   layout.c  OUTDIR/kcore_dir/ and OUTDIR/symfs/
+ */
+
+#include "client/export/perf.h"
+#include "common/bundle/bundle.h"
+
+/* Add a note to res (what was left out and why); -ENOMEM or 0. */
+int export_note(ExportPerfResult *res, const char *fmt, ...) _printf_(2, 3);
+/* Set *ret_error (unless set already) and return r. */
+int export_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
+
+/* A path from the manifest as a relative path under symfs: absolute, no
+ * empty, "." or ".." components, nothing that could leave the tree; NULL
+ * otherwise. */
+char *export_symfs_path(const char *path);
+
+/* The steps of export_perf(), each into the directory outfd. */
+int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
+                     ExportPerfResult *res, char **ret_error);
+int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res);
+int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res);

@@ -18,7 +18,7 @@
  *    runs there, at its real addresses.
  *
  * The decode of whole bundles, real CPUs and side-band attribution
- * included, is tests/ptsynth/test-sim-source-decode.sh (suite decode).
+ * included, is tests/integration/test-sim-source-decode.sh (suite decode).
  *
  * CPU cost: test_cost prints the CPU time per second of one synthetic CPU
  * (always busy) at the default rate (20 MB/s): 0.25-0.35 s per second on

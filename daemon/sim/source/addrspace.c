@@ -73,6 +73,7 @@ static void sim_as_free(SimSource *s, SimAs *a) {
         for (size_t i = 0; i < a->n_images; i++)
                 a->images[i]->refs--;
         free(a->images);
+        free(a->keys);
         free(a);
 }
 
@@ -331,39 +332,39 @@ static int as_bind(SimSource *s, SynthAddressSpace *as, uint64_t now) {
         return 0;
 }
 
-int sim_as_build(SimSource *s, SimProc *p, uint64_t t, SimAs **ret) {
-        _cleanup_free_ SimMap **live = NULL;
-        size_t n_live = 0;
+/* The address space of pid at t from what the model says it maps then
+ * (sim_maps_at()). */
+int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, SimAs **ret) {
+        _cleanup_free_ const SimMap **live = NULL;
+        size_t n_live = maps->n_maps;
         SimAs *a;
         int r;
 
         a = calloc(1, sizeof *a);
-        live = calloc(MAX(p->n_maps, (size_t)1), sizeof *live);
+        live = calloc(MAX(n_live, (size_t)1), sizeof *live);
         if (!a || !live) {
                 free(a);
                 return -ENOMEM;
         }
         a->refs = 1;
-        a->valid_from = 0;
-        a->valid_until = UINT64_MAX;
-        a->proc.pid = p->pid;
-        a->proc.cr3 = ((uint64_t)p->pid + 1) << 12;
-        for (size_t i = 0; i < p->n_maps; i++) {
-                SimMap *m = &p->maps[i];
-
-                if (m->t_start <= t)
-                        a->valid_from = MAX(a->valid_from, m->t_start);
-                else
-                        a->valid_until = MIN(a->valid_until, m->t_start);
-                if (m->t_end <= t)
-                        a->valid_from = MAX(a->valid_from, m->t_end);
-                else if (m->t_end != UINT64_MAX)
-                        a->valid_until = MIN(a->valid_until, m->t_end);
-                if (m->t_start <= t && t < m->t_end)
-                        live[n_live++] = m;
+        a->valid_from = maps->valid_from;
+        a->valid_until = maps->valid_until;
+        a->last_used = t;
+        a->proc.pid = pid;
+        a->proc.cr3 = ((uint64_t)pid + 1) << 12;
+        a->keys = calloc(MAX(n_live, (size_t)1), sizeof *a->keys);
+        if (!a->keys) {
+                sim_as_free(s, a);
+                return -ENOMEM;
         }
-        if (p->t_dead <= t)
-                n_live = 0;
+        for (size_t i = 0; i < n_live; i++) {
+                const SimMap *m = &maps->maps[i];
+
+                live[i] = m;
+                a->keys[i] = (SimMapKey){
+                        .start = m->start, .end = m->end, .pgoff = m->pgoff, .time_start = m->time_start};
+        }
+        a->n_keys = n_live;
 
         if (n_live > 0) {
                 _cleanup_free_ SimImage **imgs = calloc(n_live, sizeof *imgs);

@@ -23,9 +23,13 @@ void sim_image_free(SimImage *i) {
 
 void sim_grave_free(SimGrave *g) {
         switch (g->kind) {
-        case SIM_GRAVE_HUSK:
-                free(g->p);
+        case SIM_GRAVE_HUSK: {
+                SynthAddressSpace *as = g->p;
+
+                free(as->maps);
+                free(as);
                 break;
+        }
         case SIM_GRAVE_IMAGE:
                 sim_image_free(g->p);
                 break;
@@ -49,10 +53,18 @@ static void grave_add(SimSource *s, SimGraveKind kind, void *p) {
                 s->n_image_graves++;
 }
 
-/* An address space nothing runs in any more: everything goes at once but
- * the struct, whose address a block may hold: a new address space at the
- * same address would let a walk use a freed mapping. The husk waits for
- * every CPU's cache reset. Images stay (their caches hold them). Lock
+static size_t husk_bytes(const SynthAddressSpace *as) {
+        return sizeof *as + as->n_maps * sizeof *as->maps;
+}
+
+/* An address space nothing runs in any more: what its mappings hold goes
+ * at once, but not the struct nor its array of mappings. A block of a
+ * CPU's cache keeps a pointer into that array (its last indirect
+ * destination's mapping, which also tells the address space: the walk
+ * takes it when it lies in the current address space's array), so a new
+ * address space whose array landed in the same memory would make a walk
+ * take a mapping of another process, or the middle of one. The husk waits
+ * for every CPU's cache reset. Images stay (their caches hold them). Lock
  * held. */
 void sim_as_retire(SimSource *s, SynthAddressSpace *as) {
         if (!as)
@@ -60,9 +72,9 @@ void sim_as_retire(SimSource *s, SynthAddressSpace *as) {
         for (size_t i = 0; i < as->n_maps; i++) {
                 synth_image_unref(as->maps[i].image);
                 free(as->maps[i].slot_targets);
+                as->maps[i] = (SynthMapping){};
         }
-        as->maps = mfree(as->maps);
-        as->n_maps = 0;
+        s->husk_bytes += husk_bytes(as);
         grave_add(s, SIM_GRAVE_HUSK, as);
 }
 
@@ -101,6 +113,8 @@ void sim_grave_collect(SimSource *s, uint64_t now_ns) {
                 if (s->graves[i].epoch <= min) {
                         if (s->graves[i].kind == SIM_GRAVE_IMAGE)
                                 s->n_image_graves--;
+                        else
+                                s->husk_bytes -= husk_bytes(s->graves[i].p);
                         sim_grave_free(&s->graves[i]);
                 } else
                         s->graves[k++] = s->graves[i];

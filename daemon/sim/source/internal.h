@@ -69,6 +69,7 @@
 #define FLUSH_SOON_NS NSEC_PER_SEC
 #define FLUSH_LATE_NS (30 * NSEC_PER_SEC)
 #define HUSKS_MAX 16384U
+#define HUSK_BYTES_MAX (8U << 20)
 /* Further behind the PMU's clock than this, a CPU skips ahead. */
 #define BEHIND_MAX TICKS_US(20000)
 /* Less than `max` is handed out only once it is this old: the PMU calls
@@ -170,7 +171,7 @@ typedef struct SimEvent {
 } SimEvent;
 
 typedef enum SimGraveKind {
-        SIM_GRAVE_HUSK,  /* SynthAddressSpace emptied by sim_as_retire() */
+        SIM_GRAVE_HUSK,  /* SynthAddressSpace and its mappings array, emptied by sim_as_retire() */
         SIM_GRAVE_IMAGE, /* SimImage */
 } SimGraveKind;
 
@@ -316,6 +317,7 @@ struct SimSource {
         uint64_t drained_ns, pruned_ns;
         SimGrave *graves;
         size_t n_graves, a_graves, n_image_graves;
+        size_t husk_bytes; /* what the husks among the graves hold */
         uint64_t epoch;
         SynthImageSet syn_set;
         SynthAddressPlan syn_plan;

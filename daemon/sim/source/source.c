@@ -100,12 +100,14 @@
  * dropped), address-space versions per process (4), unused images (256),
  * relocation bindings (64), the model's tombstones and ended mappings
  * (dropped 1 s behind the slowest CPU, and by the ProcMap's limits), the
- * per-CPU time lines (64 Ki entries, then resynchronised). A block of a CPU's cache remembers the address space
- * of its last indirect destination, and blocks are keyed by image ids,
- * which are recycled: a retired address space keeps its struct (a husk of
- * a few bytes) and an evicted image its id until every CPU has reset its
- * block cache (every 30 s while husks wait, within 1 s for images; CPUs
- * the PMU stopped calling reset when they return).
+ * per-CPU time lines (64 Ki entries, then resynchronised). A block of a
+ * CPU's cache remembers the mapping, and so the address space, of its
+ * last indirect destination, and blocks are keyed by image ids, which are
+ * recycled: a retired address space keeps its struct and its array of
+ * mappings (a husk of a few hundred bytes) and an evicted image its id
+ * until every CPU has reset its block cache (every 30 s while husks wait,
+ * within 1 s for images or beyond 16 Ki husks or 8 MiB of them; CPUs the
+ * PMU stopped calling reset when they return).
  *
  * Thread safety: produce() runs on one thread per CPU at once; each CPU's
  * simulation is touched only by its own producer thread; the process

@@ -50,7 +50,9 @@
  *  - a /proc scan: about 5 ms for 80 processes here; one read per distinct
  *    executable file (build-id cache).
  *
- * Single-threaded: the daemon's event loop owns it.
+ * Single-threaded: whoever owns one serializes the calls: the daemon's
+ * event loop, or the mutex of the simulated trace source (daemon/sim/),
+ * which keeps one of its own for the address spaces it walks.
  */
 
 #include <sys/types.h>

@@ -165,6 +165,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Model *, model_free);
  * is the pid whose address space the record touched, 0 for none. */
 int model_apply(Model *m, const PerfRecord *r, uint64_t time, uint32_t *ret_touched);
 
+/* Whether model_apply() replays records of this type: a caller that holds
+ * records back before applying them keeps only those. */
+bool model_replays(uint32_t type);
+
 /* Drop tombstones — exited processes, exited threads, old thread names,
  * ended mappings — whose validity ended before `horizon`. */
 void model_expire(Model *m, uint64_t horizon);
@@ -274,6 +278,15 @@ typedef int (*ModelMappingCallback)(const ModelMappingSpan *x, void *userdata);
  * address). */
 int model_foreach_thread(Model *m, ModelThreadCallback cb, void *userdata);
 int model_foreach_mapping(Model *m, ModelMappingCallback cb, void *userdata);
+
+/* The mapping spans of one pid, in the order model_foreach_mapping()
+ * reports them: every incarnation of the pid the model holds, oldest first,
+ * within each the ended spans in the order they ended, then the current
+ * ones by address. What one process mapped over time, without walking
+ * every process: the simulated trace source builds the address space of
+ * a pid at a time from it (the spans valid then) and how long that stays
+ * as it is (the spans' starts and ends around it). */
+int model_foreach_pid_mapping(Model *m, pid_t pid, ModelMappingCallback cb, void *userdata);
 
 typedef struct ModelImage {
         ModelImageKind kind;

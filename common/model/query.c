@@ -95,6 +95,45 @@ int model_foreach_mapping(Model *m, ModelMappingCallback cb, void *userdata) {
         return foreach_process(m, visit_spans, &(Visit){ .mapping_cb = cb, .userdata = userdata });
 }
 
+static int process_start_cmp(const void *a, const void *b) {
+        const Process *x = *(Process *const *) a, *y = *(Process *const *) b;
+        return x->start < y->start ? -1 : x->start > y->start;
+}
+
+int model_foreach_pid_mapping(Model *m, pid_t pid, ModelMappingCallback cb, void *userdata) {
+        Process *local[8], **v = local;
+        _cleanup_free_ Process **heap = NULL;
+        Visit visit = { .mapping_cb = cb, .userdata = userdata };
+        size_t n = 0, allocated = ELEMENTSOF(local);
+        int r = 0;
+
+        assert(m);
+        assert(cb);
+
+        if (pid <= 0)
+                return 0;
+        /* Its incarnations: a handful at most, but a pid reused often
+         * within the retention has more. */
+        for (Process *p = process_current(m, (uint32_t) pid); p; p = p->hash_next) {
+                if (p->pid != (uint32_t) pid)
+                        continue;
+                if (n == allocated) {
+                        Process **a = reallocarray(heap, allocated * 2, sizeof(Process *));
+                        if (!a)
+                                return -ENOMEM;
+                        if (!heap)
+                                memcpy(a, local, sizeof local);
+                        heap = v = a;
+                        allocated *= 2;
+                }
+                v[n++] = p;
+        }
+        qsort(v, n, sizeof(Process *), process_start_cmp);
+        for (size_t i = 0; r >= 0 && i < n; i++)
+                r = visit_spans(v[i], &visit);
+        return r < 0 ? r : 0;
+}
+
 typedef struct ImageHit {
         Image *image;
         const Process *p;

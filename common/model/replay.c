@@ -361,6 +361,19 @@ static int apply_mmap(Apply *a, const PerfRecord *r) {
         return maps_replace(m, p, addr, addr + len, a->t, &nm, 0, true);
 }
 
+bool model_replays(uint32_t type) {
+        switch (type) {
+        case PERF_RECORD_FORK:
+        case PERF_RECORD_EXIT:
+        case PERF_RECORD_COMM:
+        case PERF_RECORD_MMAP:
+        case PERF_RECORD_MMAP2:
+                return true;
+        default:
+                return false;
+        }
+}
+
 int model_apply(Model *m, const PerfRecord *r, uint64_t time, uint32_t *ret_touched) {
         Apply a = { .m = m, .t = time };
         int k;

@@ -91,6 +91,11 @@ int procmap_apply(ProcMap *m, const PerfRecord *r) {
         return model_apply(m->model, r, r->sid.time, NULL);
 }
 
+Model *procmap_model(ProcMap *m) {
+        assert(m);
+        return m->model;
+}
+
 void procmap_expire(ProcMap *m, uint64_t horizon) {
         assert(m);
         model_expire(m->model, horizon);

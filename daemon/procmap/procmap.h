@@ -50,7 +50,9 @@
  *  - a /proc scan: about 5 ms for 80 processes here; one read per distinct
  *    executable file (build-id cache).
  *
- * Single-threaded: the daemon's event loop owns it.
+ * Single-threaded: whoever owns one serializes the calls: the daemon's
+ * event loop, or the mutex of the simulated trace source (daemon/sim/),
+ * which keeps one of its own for the address spaces it walks.
  */
 
 #include <sys/types.h>
@@ -114,6 +116,13 @@ int procmap_apply(ProcMap *m, const PerfRecord *r);
  * ended mappings — whose validity ended before `horizon`. */
 void procmap_expire(ProcMap *m, uint64_t horizon);
 
+/* The model itself, for an owner that needs more than the calls here: the
+ * simulated trace source (daemon/sim/source/) applies its records with
+ * model_apply(), which says which pid they touched, and builds address
+ * spaces from model_foreach_pid_mapping(). The daemon's intake goes
+ * through procmap_apply(). Owned by the ProcMap; single-threaded like it. */
+Model *procmap_model(ProcMap *m);
+
 /* model_synthesize() of the model (its comment has the contract). */
 int procmap_synthesize(ProcMap *m, uint64_t t0, uint64_t t1, Buffer *out);
 
@@ -121,7 +130,7 @@ typedef ModelProcessInfo ProcMapProcessInfo;
 
 /* The incarnation of pid alive at `time` (pids are reused: one pid may
  * have several incarnations in the model). -ENOENT when there is none.
- * For tests: the product reads the model through synthesis only. */
+ * For tests: the daemon reads the model through synthesis only. */
 int procmap_get_process(ProcMap *m, pid_t pid, uint64_t time, ProcMapProcessInfo *ret);
 
 typedef struct ProcMapStats {

@@ -688,6 +688,11 @@ static void test_touched(void) {
         _cleanup_buffer_ Buffer b = BUFFER_NULL;
         PerfSampleId s;
 
+        /* Which records model_apply() replays at all. */
+        for (uint32_t t = 0; t < 100; t++)
+                ASSERT_EQ(model_replays(t), t == PERF_RECORD_FORK || t == PERF_RECORD_EXIT || t == PERF_RECORD_COMM ||
+                                                    t == PERF_RECORD_MMAP || t == PERF_RECORD_MMAP2);
+
         s = sid(100, 100, 10);
         ASSERT_OK(perf_record_append_fork(&b, PERF_RECORD_FORK, 100, 1, 100, 1, 10, &s));
         ASSERT_EQ(apply_touched(m, &b), 100);
@@ -742,6 +747,10 @@ static int mapping_cb(const ModelMappingSpan *x, void *userdata) {
         return 0;
 }
 
+static int stop_cb(const ModelMappingSpan *x, void *userdata) {
+        return -ECANCELED;
+}
+
 /* Records without time all come at 0 (a raw side-band): with
  * keep_empty_spans every mapping and name ever seen stays. */
 static void test_keep_empty_spans(void) {
@@ -783,6 +792,70 @@ static void test_keep_empty_spans(void) {
         ASSERT_STREQ(s.path[0], "/bin/ls");
         ASSERT_OK(model_foreach_thread(d, thread_cb, &s));
         ASSERT_EQ(s.n_t, 1);
+}
+
+/* One pid's mappings: every incarnation, oldest first, in
+ * model_foreach_mapping()'s order; no other pid's. */
+static void test_pid_mappings(void) {
+        _cleanup_(model_freep) Model *m = new_model(NULL);
+        Spans all = {}, one = {};
+        size_t k = 0;
+
+        ASSERT_EQ(do_fork(m, 300, 1, 300, 1, 10), 1);
+        ASSERT_EQ(do_mmap(m, 300, 0x400000, 0x1000, 0, RX, "/bin/a", BID_A, 11), 1);
+        ASSERT_EQ(do_mmap(m, 300, 0x500000, 0x1000, 0, RX, "/lib/b", BID_B, 12), 1);
+        ASSERT_EQ(do_mmap(m, 400, 0x400000, 0x1000, 0, RX, "/bin/other", BID_C, 13), 1);
+        ASSERT_EQ(do_comm(m, 300, 300, "c", true, 14), 1);
+        ASSERT_EQ(do_mmap(m, 300, 0x600000, 0x2000, 0, RX, "/bin/c", BID_C, 15), 1);
+        ASSERT_EQ(do_exit(m, 300, 300, 20), 1);
+        /* The pid reused: a second incarnation. */
+        ASSERT_EQ(do_fork(m, 300, 1, 300, 1, 30), 1);
+        ASSERT_EQ(do_mmap(m, 300, 0x700000, 0x1000, 0x1000, RX, "/bin/d", BID_A, 31), 1);
+
+        ASSERT_OK(model_foreach_pid_mapping(m, 300, mapping_cb, &one));
+        ASSERT_EQ(one.n_x, 4);
+        /* The first incarnation's: the exec ended a and b (in address
+         * order), c ended with the process; then the second one's. */
+        ASSERT_STREQ(one.path[0], "/bin/a");
+        ASSERT_TRUE(one.x[0].time_start == 11 && one.x[0].time_end == 14);
+        ASSERT_STREQ(one.path[1], "/lib/b");
+        ASSERT_STREQ(one.path[2], "/bin/c");
+        ASSERT_EQ(one.x[2].time_end, 20);
+        ASSERT_STREQ(one.path[3], "/bin/d");
+        ASSERT_TRUE(one.x[3].time_start == 31 && one.x[3].time_end == MODEL_TIME_INFINITY);
+        ASSERT_TRUE(one.x[3].pgoff == 0x1000 && one.x[3].build_id_size == 20);
+
+        /* Exactly what the whole iteration says of pid 300. */
+        ASSERT_OK(model_foreach_mapping(m, mapping_cb, &all));
+        for (size_t i = 0; i < all.n_x; i++) {
+                if (all.x[i].pid != 300)
+                        continue;
+                ASSERT_TRUE(k < one.n_x);
+                ASSERT_STREQ(all.path[i], one.path[k]);
+                ASSERT_TRUE(all.x[i].start == one.x[k].start && all.x[i].time_start == one.x[k].time_start &&
+                            all.x[i].time_end == one.x[k].time_end);
+                k++;
+        }
+        ASSERT_EQ(k, one.n_x);
+
+        /* A pid the model does not know, or no pid: nothing. A callback's
+         * error stops the iteration and is returned. */
+        one = (Spans){};
+        ASSERT_OK(model_foreach_pid_mapping(m, 500, mapping_cb, &one));
+        ASSERT_OK(model_foreach_pid_mapping(m, 0, mapping_cb, &one));
+        ASSERT_EQ(one.n_x, 0);
+        ASSERT_ERROR(model_foreach_pid_mapping(m, 300, stop_cb, NULL), ECANCELED);
+
+        /* A pid reused more often than the iteration has room for on its
+         * stack: still every incarnation, oldest first. */
+        for (uint64_t i = 0; i < 12; i++)
+                ASSERT_TRUE(do_fork(m, 800, 1, 800, 1, 100 + 10 * i) == 1 &&
+                            do_mmap(m, 800, 0x1000 * i, 0x1000, 0, RX, "/bin/e", BID_A, 101 + 10 * i) == 1 &&
+                            do_exit(m, 800, 800, 105 + 10 * i) == 1);
+        ASSERT_OK(model_foreach_pid_mapping(m, 800, mapping_cb, &one));
+        ASSERT_EQ(one.n_x, 12);
+        for (size_t i = 0; i < 12; i++)
+                ASSERT_TRUE(one.x[i].start == 0x1000 * i && one.x[i].time_end == 105 + 10 * i);
 }
 
 /* Reconciliation through the API, without /proc: what was observed starts,
@@ -839,4 +912,5 @@ static void test_reconcile(void) {
 RUN_TESTS(TEST(test_fork_exec_mmap_exit), TEST(test_threads), TEST(test_overlapping_mmaps),
           TEST(test_exec_replaces), TEST(test_pid_reuse), TEST(test_late_fork), TEST(test_hostile_records),
           TEST(test_expire), TEST(test_expire_out_of_order), TEST(test_auto_expire), TEST(test_limits),
-          TEST(test_images), TEST(test_touched), TEST(test_keep_empty_spans), TEST(test_reconcile));
+          TEST(test_images), TEST(test_touched), TEST(test_keep_empty_spans), TEST(test_pid_mappings),
+          TEST(test_reconcile));

@@ -26,6 +26,7 @@
  */
 
 #include <intel-pt.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/mman.h>
@@ -565,67 +566,98 @@ static void test_restart_and_stall(void) {
         rig_done(&r);
 }
 
-/* A CPU of this machine: a real process pinned there, its own code in the
- * trace at its real addresses. */
-static void test_real_cpu(void) {
+/* The executable file mappings of pid, from /proc/PID/maps. */
+typedef struct ExecRanges {
+        uint64_t lo[64], hi[64];
+        size_t n;
+} ExecRanges;
+
+static void exec_ranges(pid_t pid, ExecRanges *ret) {
         _cleanup_free_ char *maps_path = NULL, *maps = NULL;
-        uint64_t exec_lo[64], exec_hi[64], inside = 0;
-        size_t n_exec = 0;
-        SimSourceCpuStats cs;
-        PacketStats ps;
-        cpu_set_t set;
-        pid_t child;
-        Rig r;
 
-        require_root();
-        rig_init(&r, n_real_cpus(), 0, RATE);
-
-        child = fork();
-        ASSERT_OK(child);
-        if (child == 0) {
-                volatile uint64_t x = 0;
-
-                /* Never outlive the test, whatever becomes of it. */
-                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
-                if (getppid() == 1)
-                        _exit(0);
-                CPU_ZERO(&set);
-                CPU_SET(0, &set);
-                (void)sched_setaffinity(0, sizeof set, &set);
-                for (;;)
-                        x = x * 3 + 1;
-        }
-        ASSERT_TRUE(asprintf(&maps_path, "/proc/%d/maps", (int)child) > 0);
+        *ret = (ExecRanges){};
+        ASSERT_TRUE(asprintf(&maps_path, "/proc/%d/maps", (int)pid) > 0);
         ASSERT_OK(read_full_file(maps_path, 1 << 20, &maps, NULL));
-        for (char *line = strtok(maps, "\n"); line && n_exec < ELEMENTSOF(exec_lo);
-             line = strtok(NULL, "\n")) {
+        for (char *line = strtok(maps, "\n"); line && ret->n < ELEMENTSOF(ret->lo); line = strtok(NULL, "\n")) {
                 uint64_t lo, hi;
                 char perms[8];
 
                 if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s", &lo, &hi, perms) == 3 && perms[2] == 'x' &&
                     strchr(line, '/')) {
-                        exec_lo[n_exec] = lo;
-                        exec_hi[n_exec++] = hi;
+                        ret->lo[ret->n] = lo;
+                        ret->hi[ret->n++] = hi;
                 }
         }
+}
 
-        /* 700 ms of the machine; on a machine busy with other work (a
-         * sanitizer build next to other tests) the pinned process may get
-         * only runs too short to trace in that time: up to four times. */
+/* 700 ms of the machine; on a machine busy with other work (a sanitizer
+ * build next to other tests) a pinned process may get only runs too short
+ * to trace in that time: up to four times. Then the child is killed.
+ * Returns how many trace starts are inside the ranges. */
+static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats *ps) {
+        uint64_t inside = 0;
+
         for (unsigned attempt = 0; attempt < 4 && inside == 0; attempt++) {
-                rig_run(&r, 700, PIECE);
+                rig_run(r, 700, PIECE);
                 if (attempt > 0)
-                        free(ps.pge_ips);
-                check_packets(&r.trace, &ps);
-                for (size_t i = 0; i < ps.n_pge_ips; i++)
-                        for (size_t k = 0; k < n_exec; k++)
-                                if (ps.pge_ips[i] >= exec_lo[k] && ps.pge_ips[i] < exec_hi[k]) {
+                        free(ps->pge_ips);
+                check_packets(&r->trace, ps);
+                for (size_t i = 0; i < ps->n_pge_ips; i++)
+                        for (size_t k = 0; k < x->n; k++)
+                                if (ps->pge_ips[i] >= x->lo[k] && ps->pge_ips[i] < x->hi[k]) {
                                         inside++;
                                         break;
                                 }
         }
         (void)kill(child, SIGKILL);
         (void)waitpid(child, NULL, 0);
+        return inside;
+}
+
+/* The calling thread never outlives the test, and spins on CPU 0. */
+static _noreturn_ void spin_on_cpu0(void) {
+        volatile uint64_t x = 0;
+        cpu_set_t set;
+
+        (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        (void)sched_setaffinity(0, sizeof set, &set);
+        for (;;)
+                x = x * 3 + 1;
+}
+
+/* A rig on this machine's CPUs, and a child process that runs `body` and
+ * never outlives the test, whatever becomes of it. */
+static pid_t rig_init_child(Rig *r, void (*body)(void)) {
+        pid_t child;
+
+        require_root();
+        rig_init(r, n_real_cpus(), 0, RATE);
+        child = fork();
+        ASSERT_OK(child);
+        if (child == 0) {
+                (void)prctl(PR_SET_PDEATHSIG, SIGKILL);
+                if (getppid() == 1)
+                        _exit(0);
+                body();
+                _exit(0);
+        }
+        return child;
+}
+
+/* A CPU of this machine: a real process pinned there, its own code in the
+ * trace at its real addresses. */
+static void test_real_cpu(void) {
+        uint64_t inside = 0;
+        SimSourceCpuStats cs;
+        PacketStats ps;
+        ExecRanges x;
+        Rig r;
+        pid_t child = rig_init_child(&r, spin_on_cpu0);
+
+        exec_ranges(child, &x);
+        inside = run_child(&r, child, &x, &ps);
 
         ASSERT_OK(sim_trace_source_cpu_stats(r.src, 0, &cs));
         ASSERT_TRUE(cs.real);
@@ -634,6 +666,56 @@ static void test_real_cpu(void) {
         printf("real CPU 0: %zu bytes, %" PRIu64 " traced runs, %" PRIu64 " untraced, %" PRIu64
                " trace starts, %" PRIu64 " of them in the pinned process's code\n",
                r.trace.size, cs.traced_runs, cs.untraced_runs, ps.pges, inside);
+        ASSERT_TRUE(inside > 0);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
+static void *spin_thread(void *arg) {
+        spin_on_cpu0();
+}
+
+/* The leader leaves; the process goes on in a thread spinning on CPU 0. */
+static void leader_leaves(void) {
+        pthread_t t;
+
+        if (pthread_create(&t, NULL, spin_thread, NULL) == 0)
+                pthread_exit(NULL);
+}
+
+/* A process whose leader called pthread_exit() goes on in its other
+ * threads, with its address space: the process model (common/model/)
+ * ends a process with its last thread, as the kernel does and as the
+ * decoder reads the side-band, so the source traces such a thread too. */
+static void test_real_cpu_leader_gone(void) {
+        char path[64];
+        uint64_t inside;
+        bool gone = false;
+        PacketStats ps;
+        ExecRanges x;
+        Rig r;
+        pid_t child = rig_init_child(&r, leader_leaves);
+
+        /* The child's code is ours (it only forked), and its own maps are
+         * empty once its leader is gone. */
+        exec_ranges(getpid(), &x);
+        ASSERT_TRUE(x.n > 0);
+        /* The leader gone is a zombie while its thread runs: its EXIT is
+         * in the side-band. */
+        snprintf(path, sizeof path, "/proc/%d/stat", (int)child);
+        for (unsigned i = 0; i < 2000 && !gone; i++) {
+                _cleanup_free_ char *line = NULL;
+
+                gone = read_one_line_file(path, &line) >= 0 && strrchr(line, ')') && strrchr(line, ')')[2] == 'Z';
+                if (!gone)
+                        msleep(1);
+        }
+        ASSERT_TRUE(gone);
+
+        inside = run_child(&r, child, &x, &ps);
+        printf("real CPU 0, leader gone: %" PRIu64 " trace starts, %" PRIu64
+               " of them in the remaining thread's code\n",
+               ps.pges, inside);
         ASSERT_TRUE(inside > 0);
         free(ps.pge_ips);
         rig_done(&r);
@@ -665,4 +747,4 @@ static void test_cost(void) {
 }
 
 RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
-          TEST(test_restart_and_stall), TEST(test_real_cpu), TEST(test_cost));
+          TEST(test_restart_and_stall), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));

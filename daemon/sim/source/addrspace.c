@@ -23,9 +23,13 @@ void sim_image_free(SimImage *i) {
 
 void sim_grave_free(SimGrave *g) {
         switch (g->kind) {
-        case SIM_GRAVE_HUSK:
-                free(g->p);
+        case SIM_GRAVE_HUSK: {
+                SynthAddressSpace *as = g->p;
+
+                free(as->maps);
+                free(as);
                 break;
+        }
         case SIM_GRAVE_IMAGE:
                 sim_image_free(g->p);
                 break;
@@ -49,10 +53,18 @@ static void grave_add(SimSource *s, SimGraveKind kind, void *p) {
                 s->n_image_graves++;
 }
 
-/* An address space nothing runs in any more: everything goes at once but
- * the struct, whose address a block may hold: a new address space at the
- * same address would let a walk use a freed mapping. The husk waits for
- * every CPU's cache reset. Images stay (their caches hold them). Lock
+static size_t husk_bytes(const SynthAddressSpace *as) {
+        return sizeof *as + as->n_maps * sizeof *as->maps;
+}
+
+/* An address space nothing runs in any more: what its mappings hold goes
+ * at once, but not the struct nor its array of mappings. A block of a
+ * CPU's cache keeps a pointer into that array (its last indirect
+ * destination's mapping, which also tells the address space: the walk
+ * takes it when it lies in the current address space's array), so a new
+ * address space whose array landed in the same memory would make a walk
+ * take a mapping of another process, or the middle of one. The husk waits
+ * for every CPU's cache reset. Images stay (their caches hold them). Lock
  * held. */
 void sim_as_retire(SimSource *s, SynthAddressSpace *as) {
         if (!as)
@@ -60,9 +72,9 @@ void sim_as_retire(SimSource *s, SynthAddressSpace *as) {
         for (size_t i = 0; i < as->n_maps; i++) {
                 synth_image_unref(as->maps[i].image);
                 free(as->maps[i].slot_targets);
+                as->maps[i] = (SynthMapping){};
         }
-        as->maps = mfree(as->maps);
-        as->n_maps = 0;
+        s->husk_bytes += husk_bytes(as);
         grave_add(s, SIM_GRAVE_HUSK, as);
 }
 
@@ -73,6 +85,7 @@ static void sim_as_free(SimSource *s, SimAs *a) {
         for (size_t i = 0; i < a->n_images; i++)
                 a->images[i]->refs--;
         free(a->images);
+        free(a->keys);
         free(a);
 }
 
@@ -100,6 +113,8 @@ void sim_grave_collect(SimSource *s, uint64_t now_ns) {
                 if (s->graves[i].epoch <= min) {
                         if (s->graves[i].kind == SIM_GRAVE_IMAGE)
                                 s->n_image_graves--;
+                        else
+                                s->husk_bytes -= husk_bytes(s->graves[i].p);
                         sim_grave_free(&s->graves[i]);
                 } else
                         s->graves[k++] = s->graves[i];
@@ -331,39 +346,39 @@ static int as_bind(SimSource *s, SynthAddressSpace *as, uint64_t now) {
         return 0;
 }
 
-int sim_as_build(SimSource *s, SimProc *p, uint64_t t, SimAs **ret) {
-        _cleanup_free_ SimMap **live = NULL;
-        size_t n_live = 0;
+/* The address space of pid at t from what the model says it maps then
+ * (sim_maps_at()). */
+int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, SimAs **ret) {
+        _cleanup_free_ const SimMap **live = NULL;
+        size_t n_live = maps->n_maps;
         SimAs *a;
         int r;
 
         a = calloc(1, sizeof *a);
-        live = calloc(MAX(p->n_maps, (size_t)1), sizeof *live);
+        live = calloc(MAX(n_live, (size_t)1), sizeof *live);
         if (!a || !live) {
                 free(a);
                 return -ENOMEM;
         }
         a->refs = 1;
-        a->valid_from = 0;
-        a->valid_until = UINT64_MAX;
-        a->proc.pid = p->pid;
-        a->proc.cr3 = ((uint64_t)p->pid + 1) << 12;
-        for (size_t i = 0; i < p->n_maps; i++) {
-                SimMap *m = &p->maps[i];
-
-                if (m->t_start <= t)
-                        a->valid_from = MAX(a->valid_from, m->t_start);
-                else
-                        a->valid_until = MIN(a->valid_until, m->t_start);
-                if (m->t_end <= t)
-                        a->valid_from = MAX(a->valid_from, m->t_end);
-                else if (m->t_end != UINT64_MAX)
-                        a->valid_until = MIN(a->valid_until, m->t_end);
-                if (m->t_start <= t && t < m->t_end)
-                        live[n_live++] = m;
+        a->valid_from = maps->valid_from;
+        a->valid_until = maps->valid_until;
+        a->last_used = t;
+        a->proc.pid = pid;
+        a->proc.cr3 = ((uint64_t)pid + 1) << 12;
+        a->keys = calloc(MAX(n_live, (size_t)1), sizeof *a->keys);
+        if (!a->keys) {
+                sim_as_free(s, a);
+                return -ENOMEM;
         }
-        if (p->t_dead <= t)
-                n_live = 0;
+        for (size_t i = 0; i < n_live; i++) {
+                const SimMap *m = &maps->maps[i];
+
+                live[i] = m;
+                a->keys[i] = (SimMapKey){
+                        .start = m->start, .end = m->end, .pgoff = m->pgoff, .time_start = m->time_start};
+        }
+        a->n_keys = n_live;
 
         if (n_live > 0) {
                 _cleanup_free_ SimImage **imgs = calloc(n_live, sizeof *imgs);

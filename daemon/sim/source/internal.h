@@ -8,7 +8,6 @@
  * includes this.
  */
 
-#include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <intel-pt.h>
@@ -27,6 +26,7 @@
 #include "common/perf/sys.h"
 #include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
+#include "daemon/procmap/procmap.h"
 #include "daemon/synth/cpu.h"
 #include "daemon/synth/kernel.h"
 #include "daemon/synth/loader.h"
@@ -69,6 +69,7 @@
 #define FLUSH_SOON_NS NSEC_PER_SEC
 #define FLUSH_LATE_NS (30 * NSEC_PER_SEC)
 #define HUSKS_MAX 16384U
+#define HUSK_BYTES_MAX (8U << 20)
 /* Further behind the PMU's clock than this, a CPU skips ahead. */
 #define BEHIND_MAX TICKS_US(20000)
 /* Less than `max` is handed out only once it is this old: the PMU calls
@@ -79,7 +80,6 @@
 #define PRUNE_KEEP TICKS_US(1000000)
 #define BLOCKS_MAX 200000U
 #define TRACK_PAGES_MAX 256U
-#define PROC_MAPS_MAX (16U << 20)
 
 #define SYN_PROCS 3U
 #define SYN_MAX_THREADS 3U
@@ -103,15 +103,22 @@ typedef struct SimImage {
         uint64_t last_used;
 } SimImage;
 
-/* An executable file mapping as the side-band tells it. */
+/* A mapping span of the process model, as the walker takes it: an
+ * executable file mapping. Path and build-id point into the model: valid
+ * until it changes (the lock is held meanwhile). */
 typedef struct SimMap {
         uint64_t start, end, pgoff;
-        uint64_t t_start, t_end; /* TSC */
-        char *path;
+        uint64_t time_start; /* perf time (ns): with the addresses, which span of the model it is */
+        const char *path;
         uint64_t ino; /* 0: unknown */
-        uint8_t build_id[PERF_BUILD_ID_MAX];
-        uint8_t build_id_size;
+        const uint8_t *build_id;
+        size_t build_id_size;
 } SimMap;
+
+/* Which spans of the model an address space was built from. */
+typedef struct SimMapKey {
+        uint64_t start, end, pgoff, time_start;
+} SimMapKey;
 
 /* One process's address space over a span of time. */
 typedef struct SimAs {
@@ -120,7 +127,18 @@ typedef struct SimAs {
         SynthProcess proc;                /* .as NULL: nothing traceable */
         SimImage **images;
         size_t n_images;
+        SimMapKey *keys; /* the spans valid then, by address */
+        size_t n_keys;
+        uint64_t last_used; /* TSC of the last lookup */
 } SimAs;
+
+/* What the model says pid maps at one time: the traced spans valid then
+ * (by address), and the span of time around it they stay so, in TSC. */
+typedef struct SimMaps {
+        SimMap *maps;
+        size_t n_maps, a_maps;
+        uint64_t valid_from, valid_until;
+} SimMaps;
 
 /* How the relocations of one list of images (in load order) bind: the
  * same for every process that maps the same files, whatever the
@@ -134,13 +152,11 @@ typedef struct SimBinding {
         uint64_t last_used;
 } SimBinding;
 
+/* The address-space versions built for one pid, most recent last. */
 typedef struct SimProc {
         uint32_t pid;
-        SimMap *maps;
-        size_t n_maps, a_maps;
         SimAs *versions[PROC_VERSIONS];
         size_t n_versions;
-        uint64_t t_dead; /* TSC of the leader's EXIT, UINT64_MAX while alive */
 } SimProc;
 
 typedef enum SimEventKind {
@@ -155,7 +171,7 @@ typedef struct SimEvent {
 } SimEvent;
 
 typedef enum SimGraveKind {
-        SIM_GRAVE_HUSK,  /* SynthAddressSpace emptied by sim_as_retire() */
+        SIM_GRAVE_HUSK,  /* SynthAddressSpace and its mappings array, emptied by sim_as_retire() */
         SIM_GRAVE_IMAGE, /* SimImage */
 } SimGraveKind;
 
@@ -289,7 +305,8 @@ struct SimSource {
         size_t n_images;
         SimBinding *bindings[BINDINGS_MAX];
         size_t n_bindings;
-        SimProc **procs; /* by pid */
+        ProcMap *procmap; /* the process model, fed from our rings and /proc */
+        SimProc **procs;  /* by pid */
         size_t n_procs, a_procs;
         SimTracker *trackers;
         size_t n_trackers;
@@ -300,6 +317,7 @@ struct SimSource {
         uint64_t drained_ns, pruned_ns;
         SimGrave *graves;
         size_t n_graves, a_graves, n_image_graves;
+        size_t husk_bytes; /* what the husks among the graves hold */
         uint64_t epoch;
         SynthImageSet syn_set;
         SynthAddressPlan syn_plan;
@@ -329,20 +347,17 @@ void sim_as_retire(SimSource *s, SynthAddressSpace *as);
 void sim_grave_collect(SimSource *s, uint64_t now_ns);
 void sim_binding_free(SimBinding *b);
 void sim_image_evict(SimSource *s);
-int sim_as_build(SimSource *s, SimProc *p, uint64_t t, SimAs **ret);
+int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, SimAs **ret);
 void sim_as_unref(SimSource *s, SimAs *a);
 
-/* mirror.c */
-SimProc *sim_proc_find(SimSource *s, uint32_t pid);
-SimProc *sim_proc_get(SimSource *s, uint32_t pid);
+/* versions.c */
+void sim_maps_done(SimMaps *m);
+int sim_maps_at(SimSource *s, uint32_t pid, uint64_t t, SimMaps *ret);
 void sim_proc_free(SimSource *s, SimProc *p);
-SimMap *sim_proc_add_map(SimProc *p, const SimMap *m);
-bool sim_proc_unmap_range(SimProc *p, uint64_t start, uint64_t end, uint64_t t);
-bool sim_proc_end_all(SimProc *p, uint64_t t);
 void sim_queue_push(SimCpu *c, const SimEvent *e);
-void sim_proc_changed(SimSource *s, SimProc *p, uint64_t t);
+void sim_proc_touched(SimSource *s, uint32_t pid, uint64_t t);
 SimAs *sim_proc_version(SimSource *s, uint32_t pid, uint64_t t);
-int sim_proc_scan(SimSource *s, uint64_t t);
+int sim_rescan(SimSource *s, uint64_t t);
 
 /* sideband.c */
 void sim_hub_drain(SimSource *s, uint64_t now_ns);

@@ -21,6 +21,7 @@ static uint64_t next_boundary(const SimCpu *c, size_t from, uint32_t pid, uint32
 static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, uint32_t pid, uint32_t tid) {
         SimSlot *sl = NULL, *old = NULL;
         size_t at = SIZE_MAX;
+        bool short_run;
         SimAs *a;
         int r;
 
@@ -28,7 +29,12 @@ static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, ui
          * real hardware would barely see them. */
         if (pid == 0 || tid == 0 || pid == UINT32_MAX || pid == s->self)
                 return NULL;
-        if (next_boundary(c, idx + 1, pid, tid) - t < s->min_run)
+        /* Too short to show between the guards; but a change of pid's
+         * mappings that leaves the traced run's version as it was (the
+         * model touched the pid elsewhere: anonymous code, the vDSO)
+         * changes nothing, so that run goes on. */
+        short_run = next_boundary(c, idx + 1, pid, tid) - t < s->min_run;
+        if (short_run && (c->ev[idx].kind != SIM_EV_CHANGE || !c->want))
                 return NULL;
         pthread_mutex_lock(&s->lock);
         a = sim_proc_version(s, pid, t);
@@ -41,13 +47,15 @@ static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, ui
                         old = c->slots[i];
                         break;
                 }
-        if (old && old->pid == pid && old->as == a) {
+        if (old && old->pid == pid && old->as == a && (!short_run || old == c->want)) {
                 pthread_mutex_lock(&s->lock);
                 sim_as_unref(s, a);
                 pthread_mutex_unlock(&s->lock);
                 old->last_used = t;
                 return old;
         }
+        if (short_run)
+                goto fail;
         if (!old && sim_slots_evict(s, c) < 0)
                 goto fail;
         sl = calloc(1, sizeof *sl);

@@ -2,114 +2,29 @@
 
 /*
  * The real side-band: our tracking events on the CPUs this machine has,
- * drained in time order into the mirror and each CPU's time line; pruning
- * of what no CPU can need any more.
+ * drained in time order into the process model and each CPU's time line;
+ * pruning of what no CPU can need any more.
  */
 
 #include "daemon/sim/source/internal.h"
 
-/* Apply one record to the mirror, in time order with the others. */
+/* Apply one record to the process model, in time order with the others;
+ * the CPUs running a process whose address space it touched look again. */
 static void hub_apply(SimSource *s, const void *rec, size_t size) {
+        uint32_t touched = 0;
         PerfRecord r;
-        uint64_t t;
-        SimProc *p;
 
         if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0 || !r.has_sample_id)
                 return;
-        t = ns_to_tsc(r.sid.time);
-        switch (r.type) {
-        case PERF_RECORD_MMAP:
-        case PERF_RECORD_MMAP2: {
-                bool exec, changed;
-                SimMap m = {};
-
-                if ((r.misc & PERF_RECORD_MISC_CPUMODE_MASK) == PERF_RECORD_MISC_KERNEL)
-                        return;
-                if (r.type == PERF_RECORD_MMAP) {
-                        m = (SimMap){.start = r.mmap.addr,
-                                     .end = r.mmap.addr + r.mmap.len,
-                                     .pgoff = r.mmap.pgoff};
-                        m.path = (char *)r.mmap.filename;
-                        exec = !(r.misc & PERF_RECORD_MISC_MMAP_DATA);
-                        p = sim_proc_get(s, r.mmap.pid);
-                } else {
-                        m = (SimMap){.start = r.mmap2.addr,
-                                     .end = r.mmap2.addr + r.mmap2.len,
-                                     .pgoff = r.mmap2.pgoff};
-                        m.path = (char *)r.mmap2.filename;
-                        exec = (r.mmap2.prot & PROT_EXEC) ||
-                               (!r.mmap2.prot && !(r.misc & PERF_RECORD_MISC_MMAP_DATA));
-                        if (r.mmap2.has_build_id) {
-                                m.build_id_size = MIN(r.mmap2.build_id_size, (uint8_t)PERF_BUILD_ID_MAX);
-                                memcpy(m.build_id, r.mmap2.build_id, m.build_id_size);
-                        } else
-                                m.ino = r.mmap2.ino;
-                        p = sim_proc_get(s, r.mmap2.pid);
-                }
-                if (!p || m.end <= m.start)
-                        return;
-                changed = sim_proc_unmap_range(p, m.start, m.end, t);
-                if (exec && m.path[0] == '/' && m.path[1] != '/') {
-                        m.t_start = t;
-                        m.t_end = UINT64_MAX;
-                        changed = sim_proc_add_map(p, &m) || changed;
-                }
-                if (changed)
-                        sim_proc_changed(s, p, t);
+        if (r.type == PERF_RECORD_LOST) {
+                (void)sim_rescan(s, ns_to_tsc(r.sid.time));
                 return;
         }
-        case PERF_RECORD_COMM:
-                if (!r.comm.exec)
-                        return;
-                p = sim_proc_get(s, r.comm.pid);
-                if (p) {
-                        p->t_dead = UINT64_MAX;
-                        sim_proc_end_all(p, t);
-                        sim_proc_changed(s, p, t);
-                }
-                return;
-        case PERF_RECORD_FORK: {
-                SimProc *parent, *child;
-
-                if (r.fork.pid == r.fork.ppid)
-                        return;
-                child = sim_proc_get(s, r.fork.pid);
-                if (!child)
-                        return;
-                sim_proc_end_all(child, t);
-                child->t_dead = UINT64_MAX;
-                parent = sim_proc_find(s, r.fork.ppid);
-                if (parent) {
-                        size_t n = parent->n_maps;
-
-                        for (size_t i = 0; i < n; i++) {
-                                SimMap m = parent->maps[i];
-
-                                if (m.t_end != UINT64_MAX)
-                                        continue;
-                                m.t_start = t;
-                                (void)sim_proc_add_map(child, &m);
-                        }
-                }
-                sim_proc_changed(s, child, t);
-                return;
-        }
-        case PERF_RECORD_EXIT:
-                if (r.exit.pid != r.exit.tid)
-                        return;
-                p = sim_proc_find(s, r.exit.pid);
-                if (p) {
-                        sim_proc_end_all(p, t);
-                        p->t_dead = t;
-                        sim_proc_changed(s, p, t);
-                }
-                return;
-        case PERF_RECORD_LOST:
-                (void)sim_proc_scan(s, t);
-                return;
-        default:
-                return;
-        }
+        /* A record the model refuses (a limit, no memory) is not retried:
+         * whatever it did touch is looked at again all the same. */
+        (void)model_apply(procmap_model(s->procmap), &r, r.sid.time, &touched);
+        if (touched != 0)
+                sim_proc_touched(s, touched, ns_to_tsc(r.sid.time));
 }
 
 static int pending_cmp(const void *a, const void *b) {
@@ -121,10 +36,13 @@ static int pending_cmp(const void *a, const void *b) {
 }
 
 /* Read every ring. Switches go to their CPU's time line (a ring is in
- * time order, the CPU sorts what it gets). Records that change the
- * mirror are applied in time order across the rings, once older than
- * the hold-back, so that a late ring write still lands in order: a FORK
- * read after its child's exec must not undo the exec. Lock held. */
+ * time order, the CPU sorts what it gets). Records for the process model
+ * are applied in time order across the rings, once older than the
+ * hold-back, so that a late ring write still lands in order: a FORK read
+ * after its child's exec must not undo the exec. (Not
+ * daemon/sideband/order.h's rounds: a record written late, after the
+ * round that should have had it, would still come out of order; a time
+ * hold-back waits for it.) Lock held. */
 void sim_hub_drain(SimSource *s, uint64_t now_ns) {
         uint64_t release = ns_to_tsc(now_ns > HOLDBACK_NS ? now_ns - HOLDBACK_NS : 0);
         size_t done = 0;
@@ -162,9 +80,7 @@ void sim_hub_drain(SimSource *s, uint64_t now_ns) {
                         /* Switches lost: who runs is unknown until the next one. */
                         if (pr.type == PERF_RECORD_LOST && tr->cpu < s->n_cpus)
                                 s->cpus[tr->cpu].queue_lost = true;
-                        if (pr.type != PERF_RECORD_MMAP && pr.type != PERF_RECORD_MMAP2 &&
-                            pr.type != PERF_RECORD_COMM && pr.type != PERF_RECORD_FORK &&
-                            pr.type != PERF_RECORD_EXIT && pr.type != PERF_RECORD_LOST)
+                        if (!model_replays(pr.type) && pr.type != PERF_RECORD_LOST)
                                 continue;
                         if (s->n_pending == s->a_pending) {
                                 size_t na = MAX(s->a_pending * 2, (size_t)256);
@@ -186,7 +102,7 @@ void sim_hub_drain(SimSource *s, uint64_t now_ns) {
                 }
                 perf_ring_end(&tr->ring);
                 if (tr->ring.corrupt_bytes != corrupt)
-                        (void)sim_proc_scan(s, ns_to_tsc(now_ns));
+                        (void)sim_rescan(s, ns_to_tsc(now_ns));
         }
 
         if (s->n_pending == 0)
@@ -260,9 +176,11 @@ int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret) {
         return 0;
 }
 
-/* Drop ended mappings, dead processes and old versions no CPU can need:
- * 1 s behind the slowest CPU the PMU still calls (one that comes back
- * starts at the PMU's clock). Lock held. */
+/* Drop what no CPU can need any more, 1 s behind the slowest CPU the PMU
+ * still calls (one that comes back starts at the PMU's clock): the
+ * model's tombstones and ended spans, versions that ended, and versions
+ * with nothing to trace not looked up since (processes the model knows
+ * nothing traceable of, kernel threads: cheap to build again). Lock held. */
 void sim_prune(SimSource *s, uint64_t now_ns) {
         uint64_t horizon = UINT64_MAX;
         size_t k = 0;
@@ -274,23 +192,21 @@ void sim_prune(SimSource *s, uint64_t now_ns) {
         if (horizon == UINT64_MAX || horizon < PRUNE_KEEP)
                 return;
         horizon -= PRUNE_KEEP;
+        procmap_expire(s->procmap, tsc_to_ns(horizon));
         for (size_t i = 0; i < s->n_procs; i++) {
                 SimProc *p = s->procs[i];
-                size_t m = 0, v = 0;
+                size_t v = 0;
 
-                for (size_t j = 0; j < p->n_maps; j++)
-                        if (p->maps[j].t_end < horizon)
-                                free(p->maps[j].path);
+                for (size_t j = 0; j < p->n_versions; j++) {
+                        SimAs *a = p->versions[j];
+
+                        if (a->valid_until < horizon || (!a->proc.as && a->last_used < horizon))
+                                sim_as_unref(s, a);
                         else
-                                p->maps[m++] = p->maps[j];
-                p->n_maps = m;
-                for (size_t j = 0; j < p->n_versions; j++)
-                        if (p->versions[j]->valid_until < horizon)
-                                sim_as_unref(s, p->versions[j]);
-                        else
-                                p->versions[v++] = p->versions[j];
+                                p->versions[v++] = a;
+                }
                 p->n_versions = v;
-                if (p->n_maps == 0 && p->n_versions == 0 && p->t_dead < horizon)
+                if (p->n_versions == 0)
                         sim_proc_free(s, p);
                 else
                         s->procs[k++] = p;

@@ -22,17 +22,29 @@
  *    of the emulated TSC). Whoever calls produce() drains every ring (at
  *    most every 50 µs): each CPU gets its SWITCH_CPU_WIDE records as a time
  *    line, each record's time a boundary between two runs.
- *  - Address spaces: a mirror of what a decoder of the bundle will know,
- *    kept the way client/decode/context.c keeps it: /proc's executable file
- *    mappings at start-up ("valid since forever", as the daemon's process
- *    model starts), then MMAP2, COMM exec, FORK and EXIT records, applied
- *    in time order across the rings, every mapping with the span of time it
- *    is valid in. For a run starting at T the address space valid at T is
- *    built once: the real files (checked against the mapping's inode or
- *    build-id) at their real addresses, relocations bound in load order
- *    (cached per list of files, so every process of a program binds
- *    alike), and kept per process and version. A change of the running
- *    process's mappings (exec, dlopen) is a boundary too.
+ *  - Address spaces: the process model of common/model/, the one the
+ *    daemon and the decoder replay the side-band through, so what we walk
+ *    agrees with what a decoder of the bundle will know by construction.
+ *    We hold it as a ProcMap (daemon/procmap/), which is that model plus
+ *    what the daemon feeds it with besides records: /proc read at
+ *    start-up ("valid since forever", as the daemon starts) and again
+ *    after lost or corrupt side-band, build-ids read from the files. The
+ *    model itself rather than a ProcMap would need a second reader of
+ *    /proc. Our records (FORK, EXIT, COMM, MMAP, MMAP2) go to
+ *    model_apply() in time order across the rings. For a run starting at
+ *    T the address space valid at T is built once from the model's
+ *    executable file mappings of the pid valid at T
+ *    (model_foreach_pid_mapping()): the real files (checked against the
+ *    mapping's inode or build-id) at their real addresses, relocations
+ *    bound in load order (cached per list of files, so every process of a
+ *    program binds alike), and kept per process as a version, valid while
+ *    those mappings stay (daemon/sim/source/versions.c). The model keeps
+ *    the vDSO and anonymous code as well; the walker takes ELF files only,
+ *    so those are filtered out here, not kept apart. A record the model
+ *    says touched a pid's address space (model_apply()'s touched pid), or
+ *    a rescan, checks that pid's versions against the model; one that no
+ *    longer holds ends there, and a change of the running process's
+ *    mappings (exec, dlopen) is a boundary of its run.
  *  - Runs: a SynthThread per CPU, thread and address-space version walks
  *    that code from a function entry and keeps its state while switched
  *    out. Our records of a switch come later than the recorder's (the
@@ -86,18 +98,21 @@
  *
  * Memory is bounded: thread states per CPU (256, least recently used
  * dropped), address-space versions per process (4), unused images (256),
- * relocation bindings (64), the mirror's ended mappings (dropped 1 s
- * behind the slowest CPU), the per-CPU time lines (64 Ki entries, then
- * resynchronised). A block of a CPU's cache remembers the address space
- * of its last indirect destination, and blocks are keyed by image ids,
- * which are recycled: a retired address space keeps its struct (a husk of
- * a few bytes) and an evicted image its id until every CPU has reset its
- * block cache (every 30 s while husks wait, within 1 s for images; CPUs
- * the PMU stopped calling reset when they return).
+ * relocation bindings (64), the model's tombstones and ended mappings
+ * (dropped 1 s behind the slowest CPU, and by the ProcMap's limits), the
+ * per-CPU time lines (64 Ki entries, then resynchronised). A block of a
+ * CPU's cache remembers the mapping, and so the address space, of its
+ * last indirect destination, and blocks are keyed by image ids, which are
+ * recycled: a retired address space keeps its struct and its array of
+ * mappings (a husk of a few hundred bytes) and an evicted image its id
+ * until every CPU has reset its block cache (every 30 s while husks wait,
+ * within 1 s for images or beyond 16 Ki husks or 8 MiB of them; CPUs the
+ * PMU stopped calling reset when they return).
  *
  * Thread safety: produce() runs on one thread per CPU at once; each CPU's
- * simulation is touched only by its own producer thread; the mirror, the
- * image cache, the rings and the synthetic loader are under one mutex.
+ * simulation is touched only by its own producer thread; the process
+ * model and the versions, the image cache, the rings and the synthetic
+ * loader are under one mutex.
  *
  * Address filters: not implemented (set_filter is NULL), the synthesizer
  * has no filter model; the emulated PMU then refuses filters with
@@ -139,6 +154,7 @@ static void source_free(SimTraceSource *base) {
         for (size_t i = 0; i < s->n_procs; i++)
                 sim_proc_free(s, s->procs[i]);
         free(s->procs);
+        procmap_free(s->procmap);
         for (size_t i = 0; i < s->n_graves; i++)
                 sim_grave_free(&s->graves[i]);
         free(s->graves);
@@ -380,9 +396,12 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
                 }
                 /* After the rings opened: what changes from here on is in
                  * them, what was there before is in /proc. */
-                pthread_mutex_lock(&s->lock);
-                r = sim_proc_scan(s, 0);
-                pthread_mutex_unlock(&s->lock);
+                r = procmap_new(NULL, &s->procmap);
+                if (r >= 0) {
+                        pthread_mutex_lock(&s->lock);
+                        r = sim_rescan(s, 0);
+                        pthread_mutex_unlock(&s->lock);
+                }
                 if (r < 0) {
                         r = source_error(r, ret_error, "cannot read /proc: %s", strerror(-r));
                         goto fail;

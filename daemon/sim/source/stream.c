@@ -162,8 +162,8 @@ static int cpu_enter(SimSource *s, SimCpu *c, uint64_t now_ns) {
         flush = c->needs_flush;
         if (c->inited && s->n_graves > 0 && s->graves[s->n_graves - 1].epoch > c->flushed_epoch) {
                 /* Images wait for their ids to be reused, husks only for
-                 * their few bytes. */
-                bool soon = s->n_image_graves > 0 || s->n_graves > HUSKS_MAX;
+                 * their bytes (the struct and its mappings array). */
+                bool soon = s->n_image_graves > 0 || s->n_graves > HUSKS_MAX || s->husk_bytes > HUSK_BYTES_MAX;
 
                 flush = flush || since(now_ns, c->last_flush_ns) >= (soon ? FLUSH_SOON_NS : FLUSH_LATE_NS);
         }

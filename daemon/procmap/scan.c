@@ -200,14 +200,15 @@ static int scan_map_cmp(const void *a, const void *b) {
         return x->start < y->start ? -1 : x->start > y->start;
 }
 
-static int scan_read_maps(ProcMap *m, Scan *s, int pid_fd) {
+/* maps: "maps", or "task/TID/maps" of a live thread (see scan_one()). */
+static int scan_read_maps(ProcMap *m, Scan *s, int pid_fd, const char *maps) {
         _cleanup_fclose_ FILE *f = NULL;
         int fd;
 
         s->n_maps = 0;
         buffer_clear(&s->paths);
 
-        fd = openat(pid_fd, "maps", O_RDONLY | O_CLOEXEC | O_NOCTTY);
+        fd = openat(pid_fd, maps, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
                 return -errno;
         f = fdopen(fd, "re");
@@ -373,7 +374,17 @@ static int scan_one(ProcMap *m, Scan *s, int pid_fd, uint32_t pid, uint64_t time
         if (pflags & PF_WQ_WORKER)
                 FOREACH_ARRAY(st, s->threads, s->n_threads)
                         comm_strip_kworker(st->comm);
-        r = scan_read_maps(m, s, pid_fd);
+        /* A leader that exited while other threads run is a zombie whose
+         * /proc/PID/maps is empty (its task has no mm any more), though the
+         * process keeps its address space: read a live thread's. */
+        char maps[64] = "maps";
+        if (state == 'Z' || state == 'X')
+                FOREACH_ARRAY(st, s->threads, s->n_threads)
+                        if (st->tid != pid) {
+                                snprintf(maps, sizeof maps, "task/%" PRIu32 "/maps", st->tid);
+                                break;
+                        }
+        r = scan_read_maps(m, s, pid_fd, maps);
         if (r == -ENOMEM)
                 return r;
         if (r == -ENOENT || r == -ESRCH)

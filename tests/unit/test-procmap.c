@@ -485,6 +485,37 @@ static void test_scan_missed_once(void) {
         ASSERT_OK(rm_rf(root));
 }
 
+/* A leader that called pthread_exit() is a zombie with an empty
+ * /proc/PID/maps while its other threads run in the address space: the
+ * scan reads a live thread's maps instead of ending every mapping. */
+static void test_scan_leader_gone(void) {
+        _cleanup_free_ char *root = fake_root(), *line = NULL;
+        _cleanup_(procmap_freep) ProcMap *m = NULL;
+        ProcMapOptions o = { .retention = USEC_INFINITY };
+        ProcMapProcessInfo info;
+
+        exe_info();
+        o.proc_root = root;
+        put(root, "300/stat",
+            "300 (app) Z 1 300 300 0 -1 4194560 1 0 0 0 1 2 0 0 20 0 2 0 300 0 0 18446744073709551615 0 0 0 0 0 "
+            "0 0 0 0 0 0 0 17 0 0 0 0 0 0\n");
+        put_thread(root, 300, 300, "app\n");
+        put_thread(root, 300, 301, "app-worker\n");
+        put(root, "300/maps", "");
+        line = exe_line(0x401000, 0x405000, "r-xp", 0x1000);
+        put(root, "300/task/301/maps", line);
+        ASSERT_OK(procmap_new(&o, &m));
+        ASSERT_TRUE(procmap_scan_proc(m, 100) > 0);
+        ASSERT_OK(procmap_get_process(m, 300, 150, &info));
+        ASSERT_EQ(info.n_mappings, 1);
+        ASSERT_EQ(info.end, PROCMAP_TIME_INFINITY);
+        /* A later scan that sees the same still agrees: nothing ends. */
+        ASSERT_EQ(procmap_scan_proc(m, 200), 0);
+        ASSERT_OK(procmap_get_process(m, 300, 250, &info));
+        ASSERT_EQ(info.n_mappings, 1);
+        ASSERT_OK(rm_rf(root));
+}
+
 static void test_scan_real_proc(void) {
         _cleanup_(procmap_freep) ProcMap *m = new_map(NULL);
         char comm[64] = {};
@@ -742,5 +773,5 @@ static void test_churn_soak(void) {
 }
 
 RUN_TESTS(TEST(test_untimed_record), TEST(test_scan_fake_proc), TEST(test_scan_races_records),
-          TEST(test_scan_missed_once), TEST(test_scan_real_proc), TEST(test_build_id_from_file),
+          TEST(test_scan_missed_once), TEST(test_scan_leader_gone), TEST(test_scan_real_proc), TEST(test_build_id_from_file),
           TEST(test_kthread_names), TEST(test_churn_soak));

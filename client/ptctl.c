@@ -9,8 +9,8 @@
 
 #include <getopt.h>
 
-#include "common/basic/log.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
 
 /* Each verb lives in its own client/verbs/<verb>.c and is listed here. */
 static const Verb *const verbs[] = {

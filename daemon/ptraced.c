@@ -15,11 +15,11 @@
 
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
-#include "daemon/manager/manager.h"
 #include "common/basic/parse-util.h"
 #include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
+#include "daemon/manager/manager.h"
 #include "daemon/recorder/recorder.h"
 #if HAVE_EMULATED_PMU
 #include "daemon/sim/backend.h"

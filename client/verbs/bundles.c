@@ -12,9 +12,9 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/bundle/vacuum.h"
-#include "common/basic/parse-util.h"
 #include "client/verbs/bundles.h"
+#include "common/basic/parse-util.h"
+#include "common/bundle/vacuum.h"
 
 static const char *const state_table[_BUNDLE_STATE_MAX] = {
         [BUNDLE_STATE_PRESENT] = "present",

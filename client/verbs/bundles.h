@@ -10,8 +10,8 @@
 
 #include <stdio.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/time-util.h"
+#include "common/bundle/bundle.h"
 
 typedef enum BundleState {
         BUNDLE_STATE_PRESENT,      /* complete, nothing lost */

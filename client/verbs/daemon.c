@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: MIT */
 
-#include "common/basic/log.h"
-#include "common/basic/parse-util.h"
-#include "common/control/protocol.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/daemon.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
+#include "common/basic/parse-util.h"
+#include "common/control/protocol.h"
 
 int ptctl_daemon_connect(VarlinkClient **ret) {
         const char *path = arg_globals.socket_path;

@@ -5,13 +5,13 @@
 #include <getopt.h>
 #include <sys/resource.h>
 
+#include "client/decode/decode.h"
 #include "client/decode/input/bundle.h"
 #include "client/decode/input/perf.h"
 #include "client/decode/input/raw.h"
-#include "client/decode/decode.h"
+#include "client/verbs/verbs.h"
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
-#include "client/verbs/verbs.h"
 
 static void rlimit_nofile_bump(void) {
         struct rlimit rl;

@@ -6,8 +6,8 @@
 #include <getopt.h>
 
 #include "client/export/perf.h"
-#include "common/basic/log.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
 
 enum {
         ARG_PERF = 0x100,

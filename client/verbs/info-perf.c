@@ -8,12 +8,12 @@
 #include <json-c/json.h>
 
 #include "client/decode/input/perf.h"
-#include "common/basic/log.h"
-#include "common/basic/parse-util.h"
-#include "common/perf/data.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/info-perf.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
+#include "common/basic/parse-util.h"
+#include "common/perf/data.h"
 
 static const char *type_name(uint32_t type, char buf[static 16]) {
         const char *s = perf_data_record_type_to_string(type);

@@ -14,11 +14,11 @@
 #include <sys/stat.h>
 
 #include "client/decode/input/perf.h"
-#include "common/basic/log.h"
-#include "common/basic/parse-util.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/info-perf.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
+#include "common/basic/parse-util.h"
 
 #define ID_PREFIX_MIN 4
 

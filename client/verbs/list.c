@@ -12,10 +12,10 @@
 #include <inttypes.h>
 #include <json-c/json.h>
 
-#include "common/basic/log.h"
-#include "common/basic/parse-util.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
+#include "common/basic/parse-util.h"
 
 #define ID_SHOWN 12
 #define REASON_SHOWN 24

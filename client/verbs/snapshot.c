@@ -10,11 +10,11 @@
 
 #include <getopt.h>
 
+#include "client/verbs/daemon.h"
+#include "client/verbs/verbs.h"
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
 #include "common/control/protocol.h"
-#include "client/verbs/daemon.h"
-#include "client/verbs/verbs.h"
 
 /* Writing a bundle takes seconds at most (images are cached); a stuck
  * daemon should not hang a script forever. */

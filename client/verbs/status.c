@@ -11,12 +11,12 @@
 #include <inttypes.h>
 #include <stdarg.h>
 
-#include "common/basic/log.h"
-#include "common/basic/parse-util.h"
-#include "common/control/protocol.h"
 #include "client/verbs/bundles.h"
 #include "client/verbs/daemon.h"
 #include "client/verbs/verbs.h"
+#include "common/basic/log.h"
+#include "common/basic/parse-util.h"
+#include "common/control/protocol.h"
 
 #define STATUS_TIMEOUT (10 * USEC_PER_SEC)
 

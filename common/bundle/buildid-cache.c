@@ -15,11 +15,11 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "common/bundle/internal.h"
-#include "common/bundle/manifest.h"
-#include "common/bundle/buildid-cache.h"
 #include "common/basic/elf-util.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/buildid-cache.h"
+#include "common/bundle/internal.h"
+#include "common/bundle/manifest.h"
 
 /* Temporaries older than this are leftovers of a crash. */
 #define BUILDID_CACHE_TMP_MAX_AGE_SEC (10 * 60)

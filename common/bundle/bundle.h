@@ -43,8 +43,8 @@
 
 #include <sys/types.h>
 
-#include "common/bundle/manifest.h"
 #include "common/basic/macro.h"
+#include "common/bundle/manifest.h"
 
 /* ------------------------------------------------------------------ */
 /* SHA-256 (OpenSSL's libcrypto underneath). */

@@ -18,10 +18,10 @@
 #include <stdio.h>
 #include <sys/stat.h>
 
-#include "common/bundle/images.h"
-#include "common/bundle/internal.h"
 #include "common/basic/elf-util.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/images.h"
+#include "common/bundle/internal.h"
 
 /* A vDSO is two or three pages; anything larger is not one. */
 #define VDSO_MAX_SIZE (1024U * 1024U)

@@ -16,9 +16,9 @@
 
 #include <sys/types.h>
 
-#include "common/bundle/bundle.h"
-#include "common/bundle/buildid-cache.h"
 #include "common/basic/macro.h"
+#include "common/bundle/buildid-cache.h"
+#include "common/bundle/bundle.h"
 
 typedef struct BundleImageBudget {
         uint64_t max_file_size;   /* one image; 0 = no limit */

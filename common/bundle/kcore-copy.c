@@ -19,8 +19,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "common/bundle/internal.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/internal.h"
 #include "common/bundle/kcore-copy.h"
 
 #define KCORE_PAGE 4096ULL

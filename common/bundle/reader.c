@@ -32,9 +32,9 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-#include "common/bundle/internal.h"
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
+#include "common/bundle/internal.h"
 
 typedef struct Entry {
         char *name;

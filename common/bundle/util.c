@@ -12,9 +12,9 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#include "common/bundle/internal.h"
-#include "common/bundle/bundle.h"
 #include "common/basic/parse-util.h"
+#include "common/bundle/bundle.h"
+#include "common/bundle/internal.h"
 
 struct BundleSha256 {
         EVP_MD_CTX *ctx;

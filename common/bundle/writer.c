@@ -28,9 +28,9 @@
 #include <sys/stat.h>
 #include <zstd.h>
 
-#include "common/bundle/internal.h"
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
+#include "common/bundle/internal.h"
 
 struct BundleWriter {
         BundleWriterOptions opts;

@@ -8,8 +8,8 @@
 
 #include <sys/mman.h>
 
-#include "common/perf/attr.h"
 #include "common/model/internal.h"
+#include "common/perf/attr.h"
 
 static bool in_window(uint64_t x, uint64_t t0, uint64_t t1) {
         return x > t0 && x <= t1;

@@ -5,8 +5,8 @@
 
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
-#include "common/perf/sys.h"
 #include "common/perf/pmu-backend.h"
+#include "common/perf/sys.h"
 
 static int kernel_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid, int cpu, int group_fd,
                              unsigned long flags) {

@@ -6,13 +6,13 @@
 #include <sys/eventfd.h>
 #include <sys/stat.h>
 
-#include "common/bundle/buildid-cache.h"
-#include "common/bundle/images.h"
-#include "common/bundle/bundle.h"
-#include "daemon/dump/dump.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/buildid-cache.h"
+#include "common/bundle/bundle.h"
+#include "common/bundle/images.h"
 #include "common/bundle/kcore-copy.h"
 #include "common/pt/scan.h"
+#include "daemon/dump/dump.h"
 
 /* /proc/kallsyms is a few MiB on a big kernel; refuse anything absurd. */
 #define KALLSYMS_MAX (64U << 20)

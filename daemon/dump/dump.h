@@ -11,8 +11,8 @@
  */
 
 #include "common/basic/buffer.h"
-#include "common/bundle/bundle.h"
 #include "common/basic/macro.h"
+#include "common/bundle/bundle.h"
 #include "daemon/recorder/recorder.h"
 
 typedef struct DumpImage {

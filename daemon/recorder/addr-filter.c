@@ -7,10 +7,10 @@
 #include <libelf.h>
 #include <stdarg.h>
 
-#include "daemon/recorder/addr-filter.h"
 #include "common/basic/buffer.h"
 #include "common/basic/parse-util.h"
 #include "common/basic/string-util.h"
+#include "daemon/recorder/addr-filter.h"
 
 typedef struct Filter {
         const char *action; /* "filter", "start", "stop", "tracestop" */

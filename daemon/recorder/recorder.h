@@ -23,12 +23,12 @@
  */
 
 #include "common/basic/macro.h"
-#include "common/perf/record.h"
-#include "common/perf/sys.h"
+#include "common/basic/time-util.h"
 #include "common/perf/pmu-backend.h"
 #include "common/perf/pmu.h"
+#include "common/perf/record.h"
+#include "common/perf/sys.h"
 #include "common/pt/event-config.h"
-#include "common/basic/time-util.h"
 
 typedef struct Recorder Recorder;
 

@@ -6,8 +6,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
 #include "daemon/synth/bundle.h"
 #include "daemon/synth/rng.h"
 

@@ -26,8 +26,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
 
 static double now_s(void) {
         struct timespec ts;

@@ -30,8 +30,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "client/decode/input/bundle.h"
 #include "client/decode/decode.h"
+#include "client/decode/input/bundle.h"
 
 typedef struct Result {
         double seconds;

@@ -31,9 +31,9 @@
 #include <sys/mman.h>
 
 #include "common/basic/parse-util.h"
-#include "daemon/sim/pmu-sim.h"
 #include "common/pt/event-config.h"
 #include "daemon/recorder/recorder.h"
+#include "daemon/sim/pmu-sim.h"
 #include "sim-test-source.h"
 #include "test.h"
 

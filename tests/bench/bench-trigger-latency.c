@@ -34,10 +34,10 @@
 #include "common/basic/log.h"
 #include "daemon/manager/manager.h"
 #include "daemon/recorder/recorder.h"
-#include "sim-test-source.h"
-#include "test.h"
 #include "daemon/trigger/bpf.h"
 #include "daemon/trigger/set.h"
+#include "sim-test-source.h"
+#include "test.h"
 
 __attribute__((noinline, used)) int bench_trigger_hit(int x);
 __attribute__((noinline, used)) int bench_trigger_hit(int x) {

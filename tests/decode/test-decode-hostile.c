@@ -6,10 +6,10 @@
  * depends on the number of jobs.
  */
 
-#include "common/bundle/bundle.h"
 #include "client/decode/input/bundle.h"
-#include "decode-test-util.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
+#include "decode-test-util.h"
 
 
 static uint64_t rng(uint64_t *s) {

@@ -4,8 +4,8 @@
  * (on a fixture built with -g -O2), kernel symbols from kallsyms. */
 
 #include "client/decode/symbols.h"
-#include "decode-test-util.h"
 #include "common/basic/fileio.h"
+#include "decode-test-util.h"
 
 static const char *fixture;
 static const char *fixture_source;

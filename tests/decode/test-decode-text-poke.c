@@ -17,8 +17,8 @@
  * decode is the same.
  */
 
-#include "decode-test-util.h"
 #include "common/perf/record.h"
+#include "decode-test-util.h"
 
 #define K UINT64_C(0xffffffff81000000)
 #define ST (PERF_SAMPLE_TID | PERF_SAMPLE_TIME | PERF_SAMPLE_CPU | PERF_SAMPLE_IDENTIFIER)

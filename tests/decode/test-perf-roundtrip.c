@@ -19,16 +19,16 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "common/bundle/bundle.h"
 #include "client/decode/input/bundle.h"
 #include "client/decode/input/perf.h"
-#include "decode-test-util.h"
-#include "common/basic/elf-util.h"
 #include "client/export/perf.h"
+#include "common/basic/elf-util.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
 #include "common/perf/attr.h"
 #include "common/perf/data.h"
 #include "common/perf/record.h"
+#include "decode-test-util.h"
 
 static const char *ptsynth;
 

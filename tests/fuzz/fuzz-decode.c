@@ -17,8 +17,8 @@
 #include <stdio.h>
 #include <sys/mman.h>
 
-#include "client/decode/input/bundle.h"
 #include "client/decode/decode.h"
+#include "client/decode/input/bundle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 

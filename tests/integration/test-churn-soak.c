@@ -15,9 +15,9 @@
 #include <inttypes.h>
 
 #include "common/basic/fileio.h"
-#include "daemon/manager/manager.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
+#include "daemon/manager/manager.h"
 #include "daemon/sim/pmu-sim.h"
 #include "sim-test-source.h"
 #include "test.h"

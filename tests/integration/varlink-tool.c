@@ -31,8 +31,8 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include "common/control/protocol.h"
 #include "common/basic/time-util.h"
+#include "common/control/protocol.h"
 #include "common/control/varlink-client.h"
 
 #define TIMEOUT (10 * USEC_PER_SEC)

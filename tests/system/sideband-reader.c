@@ -2,8 +2,8 @@
 
 #include <sys/mman.h>
 
-#include "common/perf/ring.h"
 #include "common/perf/pmu-backend.h"
+#include "common/perf/ring.h"
 #include "daemon/sideband/order.h"
 #include "sideband-reader.h"
 

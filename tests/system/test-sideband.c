@@ -17,10 +17,10 @@
 
 #include "common/basic/parse-util.h"
 #include "common/perf/attr.h"
+#include "common/perf/pmu-backend.h"
 #include "common/perf/record.h"
 #include "common/perf/ring.h"
 #include "common/perf/sys.h"
-#include "common/perf/pmu-backend.h"
 #include "test.h"
 
 #define RING_PAGES 128 /* 512 KiB per CPU: plenty for a few hundred ms of a quiet VM */

@@ -20,13 +20,13 @@
 #include <systemd/sd-bus.h>
 #include <systemd/sd-event.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
+#include "common/bundle/bundle.h"
 #include "daemon/manager/manager.h"
+#include "daemon/trigger/set.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "daemon/trigger/set.h"
 
 #define N_CPUS 2
 

@@ -25,17 +25,17 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
-#include "daemon/manager/manager.h"
+#include "common/bundle/bundle.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
+#include "daemon/manager/manager.h"
+#include "daemon/trigger/bpf.h"
+#include "daemon/trigger/set.h"
 #include "ptraced-client.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "daemon/trigger/bpf.h"
-#include "daemon/trigger/set.h"
 
 #define N_CPUS 2
 

@@ -14,8 +14,8 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "bundle-test-util.h"
 #include "common/bundle/vacuum.h"
+#include "bundle-test-util.h"
 
 #define KILLS 200
 #define MEMBER_SIZE (384 * 1024)

@@ -6,9 +6,9 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 
+#include "common/basic/elf-util.h"
 #include "common/bundle/images.h"
 #include "bundle-test-util.h"
-#include "common/basic/elf-util.h"
 
 /* The test binary itself: built with --build-id (Debian's default). */
 static void self_build_id(uint8_t id[20], size_t *n) {

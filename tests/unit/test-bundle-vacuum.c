@@ -6,8 +6,8 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
-#include "bundle-test-util.h"
 #include "common/bundle/vacuum.h"
+#include "bundle-test-util.h"
 
 #define FILE_SIZE (64 * 1024)
 

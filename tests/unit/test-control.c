@@ -20,14 +20,14 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 
+#include "common/basic/fileio.h"
+#include "common/control/protocol.h"
+#include "common/control/varlink-client.h"
 #include "daemon/control/methods.h"
 #include "daemon/control/server.h"
-#include "common/basic/fileio.h"
 #include "daemon/manager/manager.h"
-#include "common/control/protocol.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "common/control/varlink-client.h"
 
 typedef struct Fixture {
         char dir[64];

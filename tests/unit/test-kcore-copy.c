@@ -13,8 +13,8 @@
 #include <libelf.h>
 #include <sys/stat.h>
 
-#include "bundle-test-util.h"
 #include "common/bundle/kcore-copy.h"
+#include "bundle-test-util.h"
 
 #define TEXT_VADDR 0xffffffff81000000ULL
 #define TEXT_SIZE (6ULL << 20)

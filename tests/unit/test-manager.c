@@ -10,13 +10,13 @@
 
 #include <signal.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
-#include "daemon/manager/manager.h"
+#include "common/bundle/bundle.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
-#include "daemon/sim/pmu-sim.h"
+#include "daemon/manager/manager.h"
 #include "daemon/recorder/recorder.h"
+#include "daemon/sim/pmu-sim.h"
 #include "sim-test-source.h"
 #include "test.h"
 

@@ -10,16 +10,16 @@
 #include <poll.h>
 #include <sys/mman.h>
 
+#include "common/basic/time-util.h"
 #include "common/perf/attr.h"
+#include "common/perf/pmu.h"
 #include "common/perf/record.h"
 #include "common/perf/ring.h"
 #include "common/perf/sys.h"
-#include "daemon/sim/pmu-sim.h"
-#include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
+#include "daemon/sim/pmu-sim.h"
 #include "sim-test-source.h"
 #include "test.h"
-#include "common/basic/time-util.h"
 
 #define PKT SIM_TEST_PKT
 #define psb sim_test_psb

@@ -15,10 +15,10 @@
 #include <sys/wait.h>
 
 #include "common/basic/fileio.h"
-#include "ptraced-client.h"
-#include "test.h"
 #include "common/basic/time-util.h"
 #include "common/control/varlink.h"
+#include "ptraced-client.h"
+#include "test.h"
 
 static char dir[] = "/tmp/test-ptraced-client-XXXXXX";
 static char sock_path[128];

@@ -11,8 +11,8 @@
 
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
-#include "daemon/sim/pmu-sim.h"
 #include "daemon/recorder/recorder.h"
+#include "daemon/sim/pmu-sim.h"
 #include "sim-test-source.h"
 #include "test.h"
 

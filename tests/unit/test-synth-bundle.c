@@ -5,8 +5,8 @@
 
 #include <stdlib.h>
 
-#include "common/bundle/bundle.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/bundle.h"
 #include "daemon/synth/bundle.h"
 #include "test.h"
 

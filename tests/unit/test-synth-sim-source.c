@@ -38,13 +38,13 @@
 #include "common/basic/buffer.h"
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
+#include "common/basic/time-util.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
 #include "common/perf/ring.h"
 #include "daemon/sim/pmu-sim.h"
 #include "daemon/sim/source.h"
 #include "test.h"
-#include "common/basic/time-util.h"
 
 #define RATE (20U << 20)
 #define PIECE 4096U

@@ -11,9 +11,9 @@
 
 #include "common/basic/fileio.h"
 #include "daemon/manager/config.h"
-#include "test.h"
 #include "daemon/trigger/config.h"
 #include "daemon/trigger/elf.h"
+#include "test.h"
 
 /* A function for Function= to find in this very executable. */
 __attribute__((noinline, used)) int test_trigger_config_probe_me(int x);

@@ -5,8 +5,8 @@
 
 #include <signal.h>
 
-#include "test.h"
 #include "daemon/trigger/crash.h"
+#include "test.h"
 
 static bool has(char **l, const char *field) {
         for (; l && *l; l++)

@@ -7,8 +7,8 @@
 #include <limits.h>
 
 #include "common/control/protocol.h"
-#include "test.h"
 #include "daemon/trigger/governor.h"
+#include "test.h"
 
 #define S USEC_PER_SEC
 #define T0 (1000 * S) /* the daemon's start on the test clock */

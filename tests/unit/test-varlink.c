@@ -6,8 +6,8 @@
 
 #include <sys/socket.h>
 
-#include "test.h"
 #include "common/control/varlink.h"
+#include "test.h"
 
 static void test_buffer_split(void) {
         VarlinkBuffer b;

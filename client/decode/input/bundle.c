@@ -11,8 +11,8 @@
 #include <inttypes.h>
 #include <stdio.h>
 
-#include "common/bundle/bundle.h"
 #include "client/decode/input/bundle.h"
+#include "common/bundle/bundle.h"
 
 static int fd_path(int fd, char **ret) {
         return asprintf(ret, "/proc/self/fd/%d", fd) < 0 ? -ENOMEM : 0;

@@ -9,9 +9,9 @@
  * it ran in. One DecodeSegmentResult per segment of the plan.
  */
 
-#include "common/basic/buffer.h"
 #include "client/decode/image/image.h"
 #include "client/decode/insn.h"
+#include "common/basic/buffer.h"
 
 typedef enum DecodeRecordType {
         DECODE_RECORD_BRANCH,

@@ -20,18 +20,18 @@
 
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
+#include "common/basic/time-util.h"
 #include "common/perf/attr.h"
+#include "common/perf/pmu.h"
 #include "common/perf/record.h"
 #include "common/perf/ring.h"
 #include "common/perf/sys.h"
-#include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
 #include "daemon/procmap/procmap.h"
+#include "daemon/sim/source.h"
 #include "daemon/synth/cpu.h"
 #include "daemon/synth/kernel.h"
 #include "daemon/synth/loader.h"
-#include "daemon/sim/source.h"
-#include "common/basic/time-util.h"
 
 #define TICKS_PER_NS (PMU_SIM_TSC_HZ / NSEC_PER_SEC)
 #define TICKS_US(x) ((uint64_t)(x) * (PMU_SIM_TSC_HZ / 1000000))

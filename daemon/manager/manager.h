@@ -44,6 +44,7 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Manager *, manager_free);
  * returned (0: bind [Control] Socket= ourselves). Logs what goes wrong. */
 int manager_start(Manager *m, int n_listen_fds);
 int manager_run(Manager *m);
+/* For tests: they run the loop an iteration at a time. */
 sd_event *manager_get_event(Manager *m);
 PmuBackend *manager_get_backend(Manager *m);
 
@@ -52,7 +53,8 @@ PmuBackend *manager_get_backend(Manager *m);
  * callback, never silently. */
 void manager_trigger(Manager *m, TriggerRequest *req);
 
-/* For STATUS= and the control protocol. */
+/* For tests: the line the manager sends as STATUS= (sd_notify), which
+ * the product only ever sends, never reads back. */
 const char *manager_status_text(Manager *m);
 void manager_get_stats(Manager *m, SnapshotStats *ret);
 

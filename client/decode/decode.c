@@ -13,20 +13,11 @@
 
 #include "client/decode/decode.h"
 #include "client/decode/summary.h"
+#include "common/basic/string-util.h"
+#include "common/basic/strv.h"
 
 /* Notes for the user in the summary (decoder_print_summary()). */
-#define add_warning(d, ...) decode_strv_printf(&(d)->warnings, __VA_ARGS__)
-
-static int set_error(char **ret_error, const char *fmt, ...) _printf_(2, 3);
-static int set_error(char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        if (vasprintf(ret_error, fmt, ap) < 0)
-                *ret_error = NULL;
-        va_end(ap);
-        return -EINVAL;
-}
+#define add_warning(d, ...) strv_extendf(&(d)->warnings, __VA_ARGS__)
 
 Decoder *decoder_free(Decoder *d) {
         if (!d)
@@ -137,8 +128,10 @@ static int time_spec_to_tsc(const Decoder *d, const DecodeTimeSpec *t, uint64_t 
         if (t->relative) {
                 uint64_t mag = t->ns < 0 ? (uint64_t) 0 - (uint64_t) t->ns : (uint64_t) t->ns;
                 if (decode_clock_ns_to_ticks(&d->clock, mag, &ticks) < 0)
-                        return set_error(ret_error, "relative times need a TSC conversion (--tsc-conversion) or the "
-                                                    "nominal frequency (--nom-freq)");
+                        return set_error_message(
+                                -EINVAL, ret_error,
+                                "relative times need a TSC conversion (--tsc-conversion) or the "
+                                "nominal frequency (--nom-freq)");
                 if (t->ns < 0)
                         *ret = ticks > ref_tsc ? 0 : ref_tsc - ticks;
                 else
@@ -146,8 +139,10 @@ static int time_spec_to_tsc(const Decoder *d, const DecodeTimeSpec *t, uint64_t 
                 return 0;
         }
         if (!d->clock.has_conversion)
-                return set_error(ret_error, "absolute times need a TSC conversion (--tsc-conversion, or a TIME_CONV "
-                                            "record in the side-band)");
+                return set_error_message(
+                        -EINVAL, ret_error,
+                        "absolute times need a TSC conversion (--tsc-conversion, or a TIME_CONV "
+                        "record in the side-band)");
         /* time_zero is often "negative" (the TSC started before perf time
          * 0): the conversion works modulo 2^64, as the kernel's does. */
         *ret = perf_time_to_tsc(&d->clock.conversion, (uint64_t) t->ns);
@@ -165,13 +160,14 @@ static int time_window(Decoder *d, const TraceFacts *f, uint64_t ref_tsc, uint64
         if (!opts->has_last && !opts->time_from.set && !opts->time_to.set)
                 return 0;
         if (!f->any_tsc)
-                return set_error(ret_error,
-                                 "the trace has no TSC packets: --time and --last cannot be used");
+                return set_error_message(-EINVAL, ret_error,
+                                         "the trace has no TSC packets: --time and --last cannot be used");
         if (opts->has_last) {
                 uint64_t ticks;
                 if (decode_clock_ns_to_ticks(&d->clock, opts->last_ns, &ticks) < 0)
-                        return set_error(ret_error, "--last needs a TSC conversion (--tsc-conversion) or "
-                                                    "the nominal frequency (--nom-freq)");
+                        return set_error_message(-EINVAL, ret_error,
+                                                 "--last needs a TSC conversion (--tsc-conversion) or "
+                                                 "the nominal frequency (--nom-freq)");
                 from = ticks > ref_tsc ? 0 : ref_tsc - ticks;
                 to = ref_tsc;
         }
@@ -190,7 +186,7 @@ static int time_window(Decoder *d, const TraceFacts *f, uint64_t ref_tsc, uint64
                 to = MIN(to, t);
         }
         if (from > to)
-                return set_error(ret_error, "the time range is empty");
+                return set_error_message(-EINVAL, ret_error, "the time range is empty");
         *ret_from = from;
         *ret_to = to;
         return 1;
@@ -240,7 +236,7 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         d->opts = *opts;
         d->formatter = decode_formatter_get(opts->format);
         if (!d->formatter)
-                return set_error(ret_error, "unknown format");
+                return set_error_message(-EINVAL, ret_error, "unknown format");
 
         r = decode_context_new(in, &d->ctx);
         if (r < 0)
@@ -271,7 +267,7 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         if (r < 0)
                 return r;
         if (opts->cpu_mask && d->index->n_cpus == 0)
-                return set_error(ret_error, "--cpu selects none of the CPUs in the input");
+                return set_error_message(-EINVAL, ret_error, "--cpu selects none of the CPUs in the input");
 
         d->ctx_cpus = calloc(d->index->n_cpus ?: 1, sizeof(uint32_t));
         d->cpu_stats = calloc(d->index->n_cpus ?: 1, sizeof(DecodeCpuStats));

@@ -245,21 +245,3 @@ char *build_id_to_hex(const uint8_t *id, size_t n, char *buf) {
         buf[2 * n] = 0;
         return buf;
 }
-
-int decode_strv_vprintf(char ***l, const char *fmt, va_list ap) {
-        char *s;
-
-        if (vasprintf(&s, fmt, ap) < 0)
-                return -ENOMEM;
-        return strv_consume(l, s);
-}
-
-int decode_strv_printf(char ***l, const char *fmt, ...) {
-        va_list ap;
-        int r;
-
-        va_start(ap, fmt);
-        r = decode_strv_vprintf(l, fmt, ap);
-        va_end(ap);
-        return r;
-}

@@ -66,11 +66,6 @@ static inline uint64_t hash_bytes(const void *p, size_t n) {
         return h;
 }
 
-/* Append a formatted string to the NULL-terminated list *l (notes and
- * warnings for the user). */
-int decode_strv_printf(char ***l, const char *fmt, ...) _printf_(2, 3);
-int decode_strv_vprintf(char ***l, const char *fmt, va_list ap) _printf_(2, 0);
-
 /* Format a build-id as lowercase hex into buf (2*n+1 bytes). */
 char *build_id_to_hex(const uint8_t *id, size_t n, char *buf);
 

@@ -14,6 +14,7 @@
 #include "client/export/internal.h"
 #include "common/basic/conf-parser.h"
 #include "common/basic/fileio.h"
+#include "common/basic/strv.h"
 
 void export_perf_result_done(ExportPerfResult *r) {
         strv_free(r->notes);
@@ -21,16 +22,13 @@ void export_perf_result_done(ExportPerfResult *r) {
 }
 
 int export_note(ExportPerfResult *res, const char *fmt, ...) {
-        char *s;
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
+        r = strv_extendfv(&res->notes, fmt, ap);
         va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        return strv_consume(&res->notes, s);
+        return r;
 }
 
 int export_error(char **ret_error, int r, const char *fmt, ...) {

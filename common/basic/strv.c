@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include "common/basic/string-util.h"
 #include "common/basic/strv.h"
 
 size_t strv_length(char *const *l) {
@@ -28,6 +29,20 @@ int strv_consume(char ***l, char *s) {
 
 int strv_extend(char ***l, const char *s) {
         return strv_consume(l, strdup(s));
+}
+
+int strv_extendfv(char ***l, const char *fmt, va_list ap) {
+        return strv_consume(l, strdup_vprintf(fmt, ap));
+}
+
+int strv_extendf(char ***l, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = strv_extendfv(l, fmt, ap);
+        va_end(ap);
+        return r;
 }
 
 char **strv_copy(char *const *l) {

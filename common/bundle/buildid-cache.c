@@ -137,17 +137,17 @@ static int commit_entry(BuildIdCache *c, int tmp_fd, const char *tmp_name, const
         int r;
 
         if (fsync(tmp_fd) < 0)
-                return bundle_set_error(-errno, ret_error, "fsync of a build-id cache entry: %m");
+                return set_error_message(-errno, ret_error, "fsync of a build-id cache entry: %m");
         /* The source may have been rewritten while we copied it. */
         r = elf_util_read_build_id_fd(tmp_fd, got, sizeof got, &got_size);
         if (r < 0 || got_size != id_size || memcmp(got, id, id_size) != 0)
-                return bundle_set_error(-ESTALE, ret_error, "the file changed while it was copied");
+                return set_error_message(-ESTALE, ret_error, "the file changed while it was copied");
         memcpy(sub, rel, 2);
         sub[2] = 0;
         if (mkdirat(c->dir_fd, sub, 0700) < 0 && errno != EEXIST)
-                return bundle_set_error(-errno, ret_error, "cannot create %s/%s: %m", c->dir, sub);
+                return set_error_message(-errno, ret_error, "cannot create %s/%s: %m", c->dir, sub);
         if (renameat(c->dir_fd, tmp_name, c->dir_fd, rel) < 0)
-                return bundle_set_error(-errno, ret_error, "cannot file %s/%s: %m", c->dir, rel);
+                return set_error_message(-errno, ret_error, "cannot file %s/%s: %m", c->dir, rel);
         return 0;
 }
 
@@ -190,21 +190,24 @@ static int hit_or_copy(BuildIdCache *c, const uint8_t *id, size_t id_size, int s
 
         r = entry_relpath(id, id_size, &rel);
         if (r < 0)
-                return bundle_set_error(r, ret_error, "build-id of %zu bytes is too short to file", id_size);
+                return set_error_message(r, ret_error, "build-id of %zu bytes is too short to file",
+                                         id_size);
         r = lookup_hit(c, rel);
         if (r < 0)
-                return bundle_set_error(r, ret_error, "build-id cache entry %s/%s: %s", c->dir, rel, strerror(-r));
+                return set_error_message(r, ret_error, "build-id cache entry %s/%s: %s", c->dir, rel,
+                                         strerror(-r));
         if (r == 0) {
                 r = create_tmp(c, &tmp_name, &tmp_fd);
                 if (r < 0)
-                        return bundle_set_error(r, ret_error, "cannot create a temporary in %s: %s", c->dir,
-                                                strerror(-r));
+                        return set_error_message(r, ret_error, "cannot create a temporary in %s: %s", c->dir,
+                                                 strerror(-r));
                 r = src_fd >= 0 ? copy_all(src_fd, tmp_fd, size) : loop_write(tmp_fd, data, (size_t) size);
                 if (r >= 0)
                         r = commit_entry(c, tmp_fd, tmp_name, rel, id, id_size, ret_error);
                 else
-                        bundle_set_error(r, ret_error, "copying into the build-id cache failed: %s",
-                                         r == -ENODATA ? "the file shrank while it was copied" : strerror(-r));
+                        set_error_message(r, ret_error, "copying into the build-id cache failed: %s",
+                                          r == -ENODATA ? "the file shrank while it was copied"
+                                                        : strerror(-r));
                 if (r < 0) {
                         (void) unlinkat(c->dir_fd, tmp_name, 0);
                         return r;
@@ -228,26 +231,27 @@ int buildid_cache_add_fd(BuildIdCache *c, int fd, const uint8_t *expected_id, si
         int r;
 
         if (fstat(fd, &st) < 0)
-                return bundle_set_error(-errno, ret_error, "%m");
+                return set_error_message(-errno, ret_error, "%m");
         if (!S_ISREG(st.st_mode))
-                return bundle_set_error(-EBADMSG, ret_error, "not a regular file");
+                return set_error_message(-EBADMSG, ret_error, "not a regular file");
         r = elf_util_read_build_id_fd(fd, id, sizeof id, &id_size);
         if (r == -ENODATA)
-                return bundle_set_error(r, ret_error, "the ELF file has no build-id note");
+                return set_error_message(r, ret_error, "the ELF file has no build-id note");
         if (r < 0)
-                return bundle_set_error(r, ret_error, "cannot read a build-id: %s",
-                                        r == -EBADMSG ? "not an ELF file" : strerror(-r));
+                return set_error_message(r, ret_error, "cannot read a build-id: %s",
+                                         r == -EBADMSG ? "not an ELF file" : strerror(-r));
         if (ret_id) {
                 memcpy(ret_id, id, id_size);
                 *ret_id_size = id_size;
         }
         if (expected_id && (expected_size != id_size || memcmp(expected_id, id, id_size) != 0))
-                return bundle_set_error(-ESTALE, ret_error,
-                                        "build-id differs from the mapped one: the file was replaced since");
+                return set_error_message(
+                        -ESTALE, ret_error,
+                        "build-id differs from the mapped one: the file was replaced since");
         if (max_file_size > 0 && (uint64_t) st.st_size > max_file_size)
-                return bundle_set_error(-EFBIG, ret_error, "%s, larger than the per-file image budget of %s",
-                                        bundle_format_size(a, (uint64_t) st.st_size),
-                                        bundle_format_size(b, max_file_size));
+                return set_error_message(
+                        -EFBIG, ret_error, "%s, larger than the per-file image budget of %s",
+                        bundle_format_size(a, (uint64_t)st.st_size), bundle_format_size(b, max_file_size));
         return hit_or_copy(c, id, id_size, fd, NULL, (uint64_t) st.st_size, ret_path, ret_error);
 }
 
@@ -259,10 +263,10 @@ int buildid_cache_add_data(BuildIdCache *c, const void *data, size_t size, uint8
 
         r = elf_util_read_build_id_memory(data, size, id, sizeof id, &id_size);
         if (r == -ENODATA)
-                return bundle_set_error(r, ret_error, "the image has no build-id note");
+                return set_error_message(r, ret_error, "the image has no build-id note");
         if (r < 0)
-                return bundle_set_error(r, ret_error, "cannot read a build-id: %s",
-                                        r == -EBADMSG ? "not an ELF image" : strerror(-r));
+                return set_error_message(r, ret_error, "cannot read a build-id: %s",
+                                         r == -EBADMSG ? "not an ELF image" : strerror(-r));
         if (ret_id) {
                 memcpy(ret_id, id, id_size);
                 *ret_id_size = id_size;

@@ -532,7 +532,8 @@ int bundle_images_write(BundleImages *s, BundleWriter *w, char **ret_error) {
                         continue;
                 fd = openat(s->staging_fd, s->images[i].staged, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
-                        return bundle_set_error(-errno, ret_error, "staged image %s: %m", s->images[i].staged);
+                        return set_error_message(-errno, ret_error, "staged image %s: %m",
+                                                 s->images[i].staged);
                 r = bundle_writer_add_member_fd(w, s->images[i].member, fd, 0, ret_error);
                 if (r < 0)
                         return r;
@@ -541,7 +542,8 @@ int bundle_images_write(BundleImages *s, BundleWriter *w, char **ret_error) {
                 _cleanup_close_ int fd = openat(s->staging_fd, s->jit[i].staged, O_RDONLY | O_CLOEXEC);
 
                 if (fd < 0)
-                        return bundle_set_error(-errno, ret_error, "staged JIT memory %s: %m", s->jit[i].staged);
+                        return set_error_message(-errno, ret_error, "staged JIT memory %s: %m",
+                                                 s->jit[i].staged);
                 r = bundle_writer_add_member_fd(w, s->jit[i].member, fd, 0, ret_error);
                 if (r < 0)
                         return r;

@@ -6,14 +6,13 @@
 #include <stdarg.h>
 
 #include "common/basic/macro.h"
+#include "common/basic/string-util.h"
 
 #define BUNDLE_ZSTD_SUFFIX ".zst"
 /* Chunk size for streaming I/O: large enough to amortize system calls and
  * libarchive's per-call work, small enough to stay in L2 with the hash. */
 #define BUNDLE_IO_CHUNK (1024U * 1024U)
 
-/* Set *ret_error (when ret_error is not NULL) and return error. */
-_printf_(3, 4) int bundle_set_error(int error, char **ret_error, const char *fmt, ...);
 /* The common case of a manifest or member that says something impossible:
  * set *ret_error and return -EBADMSG. */
 _printf_(2, 3) int bundle_invalid(char **ret_error, const char *fmt, ...);

@@ -129,21 +129,24 @@ static int read_phdrs(int fd, const char *path, Elf64_Ehdr *eh, Elf64_Phdr **ret
 
         r = pread_exact(fd, eh, sizeof *eh, 0);
         if (r < 0)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: too short for an ELF header", path);
+                return set_error_message(-EBADMSG, ret_error, "%s: too short for an ELF header", path);
         if (memcmp(eh->e_ident, ELFMAG, SELFMAG) != 0 || eh->e_ident[EI_CLASS] != ELFCLASS64 ||
             eh->e_ident[EI_DATA] != ELFDATA2LSB)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: not a 64-bit little-endian ELF file", path);
+                return set_error_message(-EBADMSG, ret_error, "%s: not a 64-bit little-endian ELF file",
+                                         path);
         if (eh->e_type != ET_CORE)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: not an ELF core file (kcore format)", path);
+                return set_error_message(-EBADMSG, ret_error, "%s: not an ELF core file (kcore format)",
+                                         path);
         if (eh->e_phentsize != sizeof(Elf64_Phdr) || eh->e_phnum == 0 || eh->e_phnum > KCORE_MAX_PHDRS)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: implausible program header table (%u entries of %u bytes)",
-                            path, eh->e_phnum, eh->e_phentsize);
+                return set_error_message(-EBADMSG, ret_error,
+                                         "%s: implausible program header table (%u entries of %u bytes)",
+                                         path, eh->e_phnum, eh->e_phentsize);
         ph = calloc(eh->e_phnum, sizeof *ph);
         if (!ph)
                 return -ENOMEM;
         r = pread_exact(fd, ph, (size_t) eh->e_phnum * sizeof *ph, (off_t) eh->e_phoff);
         if (r < 0)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: program headers cut short", path);
+                return set_error_message(-EBADMSG, ret_error, "%s: program headers cut short", path);
         *ret = TAKE_PTR(ph);
         return 0;
 }
@@ -211,31 +214,35 @@ int kcore_copy(const char *kcore_path, const char *kallsyms, const char *modules
 
         r = kcore_kernel_text_range(kallsyms, &res.text);
         if (r == -EPERM)
-                return bundle_set_error(r, ret_error, "kallsyms addresses are hidden (kernel.kptr_restrict); cannot locate the kernel text");
+                return set_error_message(r, ret_error,
+                                         "kallsyms addresses are hidden (kernel.kptr_restrict); cannot "
+                                         "locate the kernel text");
         if (r < 0)
-                return bundle_set_error(r, ret_error, "kallsyms has no _stext/_etext; cannot locate the kernel text");
+                return set_error_message(r, ret_error,
+                                         "kallsyms has no _stext/_etext; cannot locate the kernel text");
         r = kcore_modules_range(modules ?: "", &res.modules);
         if (r < 0)
                 res.modules = (KcoreRange){}; /* no modules, or hidden: the kernel text alone still decodes */
 
         fd = open(kcore_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)
-                return bundle_set_error(-errno, ret_error, "cannot open %s: %m", kcore_path);
+                return set_error_message(-errno, ret_error, "cannot open %s: %m", kcore_path);
         r = read_phdrs(fd, kcore_path, &eh, &ph, ret_error);
         if (r < 0)
                 return r;
 
         r = add_pieces(&eh, ph, res.text, pieces, &n, &covered);
         if (r < 0)
-                return bundle_set_error(r, ret_error, "%s: too many segments", kcore_path);
+                return set_error_message(r, ret_error, "%s: too many segments", kcore_path);
         if (covered != res.text.end - res.text.start)
-                return bundle_set_error(-ENODATA, ret_error, "%s does not map all of the kernel text 0x%" PRIx64 "-0x%" PRIx64,
-                            kcore_path, res.text.start, res.text.end);
+                return set_error_message(-ENODATA, ret_error,
+                                         "%s does not map all of the kernel text 0x%" PRIx64 "-0x%" PRIx64,
+                                         kcore_path, res.text.start, res.text.end);
         n_text = n;
         if (res.modules.end > res.modules.start) {
                 r = add_pieces(&eh, ph, res.modules, pieces, &n, &covered);
                 if (r < 0)
-                        return bundle_set_error(r, ret_error, "%s: too many segments", kcore_path);
+                        return set_error_message(r, ret_error, "%s: too many segments", kcore_path);
                 if (n == n_text)
                         res.modules = (KcoreRange){}; /* module area not in kcore: leave it out */
         }
@@ -248,11 +255,11 @@ int kcore_copy(const char *kcore_path, const char *kallsyms, const char *modules
                 offset = page_up(offset + pieces[i].len);
         }
         if (max_size > 0 && offset > max_size)
-                return bundle_set_error(-EFBIG, ret_error, "kernel text copy would be %s, over its limit",
-                            bundle_format_size(a, offset));
+                return set_error_message(-EFBIG, ret_error, "kernel text copy would be %s, over its limit",
+                                         bundle_format_size(a, offset));
 
         if (ftruncate(out_fd, 0) < 0)
-                return bundle_set_error(-errno, ret_error, "cannot truncate the output: %m");
+                return set_error_message(-errno, ret_error, "cannot truncate the output: %m");
         out = (Elf64_Ehdr){
                 .e_type = ET_CORE,
                 .e_machine = eh.e_machine,
@@ -264,7 +271,7 @@ int kcore_copy(const char *kcore_path, const char *kallsyms, const char *modules
         };
         memcpy(out.e_ident, eh.e_ident, EI_NIDENT);
         if (pwrite(out_fd, &out, sizeof out, 0) != (ssize_t) sizeof out)
-                return bundle_set_error(-EIO, ret_error, "cannot write the ELF header: %m");
+                return set_error_message(-EIO, ret_error, "cannot write the ELF header: %m");
         for (size_t i = 0; i < n; i++) {
                 Elf64_Phdr p = {
                         .p_type = PT_LOAD,
@@ -276,7 +283,7 @@ int kcore_copy(const char *kcore_path, const char *kallsyms, const char *modules
                         .p_align = KCORE_PAGE,
                 };
                 if (pwrite(out_fd, &p, sizeof p, (off_t) (sizeof out + i * sizeof p)) != (ssize_t) sizeof p)
-                        return bundle_set_error(-EIO, ret_error, "cannot write a program header: %m");
+                        return set_error_message(-EIO, ret_error, "cannot write a program header: %m");
         }
 
         buf = malloc(BUNDLE_IO_CHUNK);
@@ -285,13 +292,14 @@ int kcore_copy(const char *kcore_path, const char *kallsyms, const char *modules
         for (size_t i = 0; i < n; i++) {
                 r = copy_range(fd, pieces[i].src_offset, out_fd, pieces[i].dst_offset, pieces[i].len, buf);
                 if (r < 0)
-                        return bundle_set_error(r, ret_error, "copying 0x%" PRIx64 "+0x%" PRIx64 " from %s failed: %s",
-                                    pieces[i].vaddr, pieces[i].len, kcore_path, strerror(-r));
+                        return set_error_message(r, ret_error,
+                                                 "copying 0x%" PRIx64 "+0x%" PRIx64 " from %s failed: %s",
+                                                 pieces[i].vaddr, pieces[i].len, kcore_path, strerror(-r));
         }
         /* The last piece ends page aligned too: identical layout whatever
          * its length. */
         if (ftruncate(out_fd, (off_t) offset) < 0)
-                return bundle_set_error(-errno, ret_error, "cannot size the output: %m");
+                return set_error_message(-errno, ret_error, "cannot size the output: %m");
 
         res.n_segments = (unsigned) n;
         res.size = offset;

@@ -147,9 +147,9 @@ static int get_array(Parse *p, JsonObject *o, const char *ctx, const char *key, 
         }
         *ret_n = json_object_array_length(*ret);
         if (*ret_n > max)
-                return bundle_set_error(-E2BIG, p->ret_error,
-                                        "manifest: %s%s%s has %zu entries, more than the limit of %zu", ctx,
-                                        *ctx ? "." : "", key, *ret_n, max);
+                return set_error_message(-E2BIG, p->ret_error,
+                                         "manifest: %s%s%s has %zu entries, more than the limit of %zu", ctx,
+                                         *ctx ? "." : "", key, *ret_n, max);
         return 1;
 }
 
@@ -198,9 +198,9 @@ static int parse_pmu_tsc(Parse *p, JsonObject *root, BundleManifest *m) {
                 TRY(get(p, o, "pmu", "caps", json_type_object, false, &caps));
                 if (caps) {
                         if ((size_t) json_object_object_length(caps) > BUNDLE_MAX_CAPS)
-                                return bundle_set_error(-E2BIG, p->ret_error,
-                                                        "manifest: pmu.caps has more than %u entries",
-                                                        BUNDLE_MAX_CAPS);
+                                return set_error_message(-E2BIG, p->ret_error,
+                                                         "manifest: pmu.caps has more than %u entries",
+                                                         BUNDLE_MAX_CAPS);
                         json_object_object_foreach(caps, key, val) {
                                 const char *s = NULL;
                                 if (!json_object_is_type(val, json_type_string))
@@ -469,8 +469,8 @@ int bundle_manifest_parse(const char *json, size_t size, BundleManifest **ret, c
         int r;
 
         if (size > BUNDLE_MANIFEST_MAX_SIZE)
-                return bundle_set_error(-E2BIG, ret_error, "manifest is %zu bytes, over the limit of %u",
-                                        size, BUNDLE_MANIFEST_MAX_SIZE);
+                return set_error_message(-E2BIG, ret_error, "manifest is %zu bytes, over the limit of %u",
+                                         size, BUNDLE_MANIFEST_MAX_SIZE);
         /* The depth covers our own nesting (4) plus the details object. */
         tok = json_tokener_new_ex(BUNDLE_MAX_DETAILS_DEPTH + 8);
         if (!tok)
@@ -507,10 +507,11 @@ int bundle_manifest_parse(const char *json, size_t size, BundleManifest **ret, c
         if (r < 0)
                 return r;
         if (version > BUNDLE_FORMAT_VERSION) {
-                return bundle_set_error(-EPROTONOSUPPORT, ret_error,
-                                        "bundle format version %" PRIu64 " is newer than this program supports (%u); "
-                                        "a newer ptctl is needed to read it",
-                                        version, BUNDLE_FORMAT_VERSION);
+                return set_error_message(-EPROTONOSUPPORT, ret_error,
+                                         "bundle format version %" PRIu64
+                                         " is newer than this program supports (%u); "
+                                         "a newer ptctl is needed to read it",
+                                         version, BUNDLE_FORMAT_VERSION);
         }
         if (version < 1)
                 return bundle_invalid(ret_error, "manifest: format_version 0 is invalid");

@@ -289,9 +289,9 @@ int bundle_manifest_to_json(const BundleManifest *m, char **ret, size_t *ret_siz
         if (!s)
                 return -ENOMEM;
         if (l > BUNDLE_MANIFEST_MAX_SIZE)
-                return bundle_set_error(-E2BIG, ret_error,
-                                        "manifest would be %zu bytes, over the limit of %u", l,
-                                        BUNDLE_MANIFEST_MAX_SIZE);
+                return set_error_message(-E2BIG, ret_error,
+                                         "manifest would be %zu bytes, over the limit of %u", l,
+                                         BUNDLE_MANIFEST_MAX_SIZE);
         copy = malloc(l + 2);
         if (!copy)
                 return -ENOMEM;

@@ -107,8 +107,8 @@ static int archive_at(Source *s, struct archive **ret, char **ret_error) {
                 return -ENOMEM;
         }
         if (archive_read_open1(a) != ARCHIVE_OK) {
-                int r = bundle_set_error(-EBADMSG, ret_error, "not a bundle (no tar archive): %s",
-                                         strna(archive_error_string(a)));
+                int r = set_error_message(-EBADMSG, ret_error, "not a bundle (no tar archive): %s",
+                                          strna(archive_error_string(a)));
                 archive_read_free(a);
                 return r;
         }
@@ -182,8 +182,8 @@ static int decompress_whole(BundleReader *r, int src, char **ret_error) {
         }
         if (out < 0) {
                 ZSTD_freeDCtx(d);
-                return bundle_set_error(out, ret_error, "cannot create a temporary for decompression: %s",
-                                        strerror(-out));
+                return set_error_message(out, ret_error, "cannot create a temporary for decompression: %s",
+                                         strerror(-out));
         }
         for (;;) {
                 ssize_t k = pread(src, in, in_cap, (off_t) pos);
@@ -197,8 +197,9 @@ static int decompress_whole(BundleReader *r, int src, char **ret_error) {
                 }
                 if (k == 0) {
                         if (last != 0)
-                                ret = bundle_set_error(-EBADMSG, ret_error,
-                                                       "compressed bundle ends in the middle of a zstd frame");
+                                ret = set_error_message(
+                                        -EBADMSG, ret_error,
+                                        "compressed bundle ends in the middle of a zstd frame");
                         break;
                 }
                 pos += (uint64_t) k;
@@ -207,15 +208,15 @@ static int decompress_whole(BundleReader *r, int src, char **ret_error) {
                         ZSTD_outBuffer ob = { buf, out_cap, 0 };
                         last = ZSTD_decompressStream(d, &ob, &ib);
                         if (ZSTD_isError(last)) {
-                                ret = bundle_set_error(-EBADMSG, ret_error, "compressed bundle: zstd: %s",
-                                                       ZSTD_getErrorName(last));
+                                ret = set_error_message(-EBADMSG, ret_error, "compressed bundle: zstd: %s",
+                                                        ZSTD_getErrorName(last));
                                 break;
                         }
                         if (total + ob.pos > r->limits.max_file_size) {
-                                ret = bundle_set_error(-E2BIG, ret_error,
-                                                       "compressed bundle decompresses to more than %s "
-                                                       "(max_file_size); refusing it",
-                                                       bundle_format_size(a, r->limits.max_file_size));
+                                ret = set_error_message(-E2BIG, ret_error,
+                                                        "compressed bundle decompresses to more than %s "
+                                                        "(max_file_size); refusing it",
+                                                        bundle_format_size(a, r->limits.max_file_size));
                                 break;
                         }
                         ret = loop_write(out, buf, ob.pos);
@@ -243,11 +244,12 @@ static int read_manifest(BundleReader *r, char **ret_error) {
         int k;
 
         if (!e)
-                return bundle_set_error(-EBADMSG, ret_error, "not a bundle: it has no %s", BUNDLE_MANIFEST_NAME);
+                return set_error_message(-EBADMSG, ret_error, "not a bundle: it has no %s",
+                                         BUNDLE_MANIFEST_NAME);
         if (e->size > r->limits.max_manifest_size)
-                return bundle_set_error(-E2BIG, ret_error, "%s is %" PRIu64 " bytes, over the limit of %s",
-                                        BUNDLE_MANIFEST_NAME, e->size,
-                                        bundle_format_size(s1, r->limits.max_manifest_size));
+                return set_error_message(-E2BIG, ret_error, "%s is %" PRIu64 " bytes, over the limit of %s",
+                                         BUNDLE_MANIFEST_NAME, e->size,
+                                         bundle_format_size(s1, r->limits.max_manifest_size));
         src = malloc(sizeof *src);
         json = malloc(e->size + 1);
         if (!src || !json)
@@ -257,20 +259,21 @@ static int read_manifest(BundleReader *r, char **ret_error) {
         if (k < 0)
                 return k;
         if (archive_read_next_header(a, &ae) != ARCHIVE_OK)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: %s", BUNDLE_MANIFEST_NAME,
-                                        strna(archive_error_string(a)));
+                return set_error_message(-EBADMSG, ret_error, "%s: %s", BUNDLE_MANIFEST_NAME,
+                                         strna(archive_error_string(a)));
         while (got < e->size) {
                 la_ssize_t n = archive_read_data(a, json + got, e->size - got);
                 if (n <= 0)
-                        return bundle_set_error(-EBADMSG, ret_error, "%s: truncated (%s)", BUNDLE_MANIFEST_NAME,
-                                                n < 0 ? archive_error_string(a) : "end of file");
+                        return set_error_message(-EBADMSG, ret_error, "%s: truncated (%s)",
+                                                 BUNDLE_MANIFEST_NAME,
+                                                 n < 0 ? archive_error_string(a) : "end of file");
                 got += (uint64_t) n;
         }
         json[e->size] = 0;
 
         k = bundle_manifest_parse(json, e->size, &r->manifest, &error);
         if (k < 0)
-                return bundle_set_error(k, ret_error, "%s", error ?: "manifest.json: invalid");
+                return set_error_message(k, ret_error, "%s", error ?: "manifest.json: invalid");
         return 0;
 }
 
@@ -287,20 +290,22 @@ static int cross_check(BundleReader *r, char **ret_error) {
                 const BundleMember *mb = &m->members[i];
                 const Entry *e = find_entry(r, mb->stored_name);
                 if (!e)
-                        return bundle_set_error(-EBADMSG, ret_error,
-                                                "member \"%s\" is listed in the manifest but missing from the tar",
-                                                mb->stored_name);
+                        return set_error_message(
+                                -EBADMSG, ret_error,
+                                "member \"%s\" is listed in the manifest but missing from the tar",
+                                mb->stored_name);
                 if (e->size != mb->stored_size)
-                        return bundle_set_error(-EBADMSG, ret_error,
-                                                "member \"%s\": the manifest says %" PRIu64
-                                                " stored bytes, the tar holds %" PRIu64,
-                                                mb->stored_name, mb->stored_size, e->size);
+                        return set_error_message(-EBADMSG, ret_error,
+                                                 "member \"%s\": the manifest says %" PRIu64
+                                                 " stored bytes, the tar holds %" PRIu64,
+                                                 mb->stored_name, mb->stored_size, e->size);
                 listed[e - r->entries] = true;
         }
         for (size_t i = 0; i < r->n_entries; i++)
                 if (!listed[i] && !streq(r->entries[i].name, BUNDLE_MANIFEST_NAME))
-                        return bundle_set_error(-EBADMSG, ret_error, "tar entry \"%s\" is not listed in the manifest",
-                                                r->entries[i].name);
+                        return set_error_message(-EBADMSG, ret_error,
+                                                 "tar entry \"%s\" is not listed in the manifest",
+                                                 r->entries[i].name);
         return 0;
 }
 
@@ -329,12 +334,14 @@ static int index_entries(BundleReader *r, char **ret_error) {
                         break;
                 /* Warnings count as errors: our writer never causes one. */
                 if (k != ARCHIVE_OK)
-                        return bundle_set_error(-EBADMSG, ret_error, "%s after %zu entries: %s",
-                                                r->n_entries == 0 ? "not a bundle (no tar archive)" : "damaged tar",
-                                                r->n_entries, strna(archive_error_string(a)));
+                        return set_error_message(-EBADMSG, ret_error, "%s after %zu entries: %s",
+                                                 r->n_entries == 0 ? "not a bundle (no tar archive)"
+                                                                   : "damaged tar",
+                                                 r->n_entries, strna(archive_error_string(a)));
                 if (r->n_entries >= r->limits.max_members)
-                        return bundle_set_error(-E2BIG, ret_error, "more than %" PRIu64 " tar entries (max_members)",
-                                                r->limits.max_members);
+                        return set_error_message(-E2BIG, ret_error,
+                                                 "more than %" PRIu64 " tar entries (max_members)",
+                                                 r->limits.max_members);
                 name = archive_entry_pathname(ae);
                 if (!name || !(streq(name, BUNDLE_MANIFEST_NAME) || bundle_member_name_is_valid(name))) {
                         /* Show the name escaped: it may hold anything. */
@@ -344,18 +351,19 @@ static int index_entries(BundleReader *r, char **ret_error) {
                                 j += (size_t) snprintf(shown + j, sizeof shown - j,
                                                        (unsigned char) *p < 0x20 || (unsigned char) *p >= 0x7f ? "\\x%02x" : "%c",
                                                        (unsigned char) *p);
-                        return bundle_set_error(-EBADMSG, ret_error, "tar entry name \"%s\" is not allowed in a bundle",
-                                                shown);
+                        return set_error_message(-EBADMSG, ret_error,
+                                                 "tar entry name \"%s\" is not allowed in a bundle", shown);
                 }
                 if (archive_entry_filetype(ae) != AE_IFREG || archive_entry_hardlink(ae) ||
                     archive_entry_symlink(ae) || archive_entry_sparse_count(ae) > 0)
-                        return bundle_set_error(-EBADMSG, ret_error,
-                                                "tar entry \"%s\" is not a plain regular file", name);
+                        return set_error_message(-EBADMSG, ret_error,
+                                                 "tar entry \"%s\" is not a plain regular file", name);
                 size = archive_entry_size(ae);
                 if (!archive_entry_size_is_set(ae) || size < 0 || (uint64_t) size > r->tar_size)
-                        return bundle_set_error(-EBADMSG, ret_error,
-                                                "tar entry \"%s\" claims %" PRId64 " bytes in a %" PRIu64 "-byte file",
-                                                name, (int64_t) size, r->tar_size);
+                        return set_error_message(-EBADMSG, ret_error,
+                                                 "tar entry \"%s\" claims %" PRId64 " bytes in a %" PRIu64
+                                                 "-byte file",
+                                                 name, (int64_t)size, r->tar_size);
 
                 if (r->n_entries >= allocated) {
                         size_t n = MAX(allocated * 2, (size_t) 16);
@@ -374,16 +382,17 @@ static int index_entries(BundleReader *r, char **ret_error) {
 
                 /* Skipping past the end means the tar is cut short. */
                 if (archive_read_data_skip(a) != ARCHIVE_OK)
-                        return bundle_set_error(-EBADMSG, ret_error, "tar is truncated inside entry \"%s\"", name);
+                        return set_error_message(-EBADMSG, ret_error, "tar is truncated inside entry \"%s\"",
+                                                 name);
         }
         if (r->n_entries == 0)
-                return bundle_set_error(-EBADMSG, ret_error, "not a bundle: the tar archive is empty");
+                return set_error_message(-EBADMSG, ret_error, "not a bundle: the tar archive is empty");
 
         qsort(r->entries, r->n_entries, sizeof *r->entries, cmp_entry);
         for (size_t i = 1; i < r->n_entries; i++)
                 if (streq(r->entries[i - 1].name, r->entries[i].name))
-                        return bundle_set_error(-EBADMSG, ret_error, "tar entry \"%s\" appears twice",
-                                                r->entries[i].name);
+                        return set_error_message(-EBADMSG, ret_error, "tar entry \"%s\" appears twice",
+                                                 r->entries[i].name);
         return 0;
 }
 
@@ -402,16 +411,16 @@ int bundle_reader_open_fd(int fd, const BundleReaderLimits *limits, BundleReader
         r->limits = limits ? *limits : BUNDLE_READER_LIMITS_DEFAULT;
 
         if (fstat(fd, &st) < 0)
-                return bundle_set_error(-errno, ret_error, "%m");
+                return set_error_message(-errno, ret_error, "%m");
         if (!S_ISREG(st.st_mode))
-                return bundle_set_error(-EBADMSG, ret_error, "not a regular file");
+                return set_error_message(-EBADMSG, ret_error, "not a regular file");
         r->file_size = (uint64_t) st.st_size;
 
         do
                 n = pread(fd, magic, sizeof magic, 0);
         while (n < 0 && errno == EINTR);
         if (n < 0)
-                return bundle_set_error(-errno, ret_error, "%m");
+                return set_error_message(-errno, ret_error, "%m");
 
         if (bundle_is_zstd_magic(magic, (size_t) n)) {
                 r->was_compressed = true;
@@ -420,8 +429,9 @@ int bundle_reader_open_fd(int fd, const BundleReaderLimits *limits, BundleReader
                         return k;
         } else {
                 if (r->file_size > r->limits.max_file_size)
-                        return bundle_set_error(-E2BIG, ret_error, "bundle is larger than %s (max_file_size)",
-                                                bundle_format_size(a, r->limits.max_file_size));
+                        return set_error_message(-E2BIG, ret_error,
+                                                 "bundle is larger than %s (max_file_size)",
+                                                 bundle_format_size(a, r->limits.max_file_size));
                 r->fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
                 if (r->fd < 0)
                         return -errno;
@@ -446,7 +456,7 @@ int bundle_reader_open(const char *path, const BundleReaderLimits *limits, Bundl
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 
         if (fd < 0)
-                return bundle_set_error(-errno, ret_error, "cannot open: %m");
+                return set_error_message(-errno, ret_error, "cannot open: %m");
         return bundle_reader_open_fd(fd, limits, ret, ret_error);
 }
 
@@ -491,7 +501,7 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
         int k = 0;
 
         if (!e) /* cross_check() makes this impossible; stay safe anyway */
-                return bundle_set_error(-EBADMSG, ret_error, "%s: missing from the tar", mb->name);
+                return set_error_message(-EBADMSG, ret_error, "%s: missing from the tar", mb->name);
         src = malloc(sizeof *src);
         in = malloc(BUNDLE_IO_CHUNK);
         out = malloc(out_cap);
@@ -505,7 +515,7 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
         if (k < 0)
                 return k;
         if (archive_read_next_header(a, &ae) != ARCHIVE_OK || !streq_ptr(archive_entry_pathname(ae), mb->stored_name))
-                return bundle_set_error(-EBADMSG, ret_error, "%s: tar header changed under us", mb->name);
+                return set_error_message(-EBADMSG, ret_error, "%s: tar header changed under us", mb->name);
 
         if (mb->compression == BUNDLE_COMPRESSION_ZSTD) {
                 d = ZSTD_createDCtx();
@@ -519,15 +529,16 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
         while (stored < mb->stored_size && k >= 0) {
                 la_ssize_t n = archive_read_data(a, in, (size_t) MIN((uint64_t) BUNDLE_IO_CHUNK, mb->stored_size - stored));
                 if (n <= 0) {
-                        k = bundle_set_error(-EBADMSG, ret_error, "%s: tar is truncated (%s)", mb->name,
-                                             n < 0 ? strna(archive_error_string(a)) : "end of file");
+                        k = set_error_message(-EBADMSG, ret_error, "%s: tar is truncated (%s)", mb->name,
+                                              n < 0 ? strna(archive_error_string(a)) : "end of file");
                         break;
                 }
                 stored += (uint64_t) n;
                 if (!d) {
                         if (produced + (uint64_t) n > mb->size) {
-                                k = bundle_set_error(-EBADMSG, ret_error, "%s: more bytes than the manifest's %" PRIu64,
-                                                     mb->name, mb->size);
+                                k = set_error_message(-EBADMSG, ret_error,
+                                                      "%s: more bytes than the manifest's %" PRIu64,
+                                                      mb->name, mb->size);
                                 break;
                         }
                         (void) bundle_sha256_update(h, in, (size_t) n);
@@ -540,16 +551,17 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
                         ZSTD_outBuffer ob = { out, out_cap, 0 };
                         last = ZSTD_decompressStream(d, &ob, &ib);
                         if (ZSTD_isError(last)) {
-                                k = bundle_set_error(-EBADMSG, ret_error, "%s: corrupt zstd data: %s", mb->name,
-                                                     ZSTD_getErrorName(last));
+                                k = set_error_message(-EBADMSG, ret_error, "%s: corrupt zstd data: %s",
+                                                      mb->name, ZSTD_getErrorName(last));
                                 break;
                         }
                         if (produced + ob.pos > mb->size) {
                                 char a1[32];
-                                k = bundle_set_error(-EBADMSG, ret_error,
-                                                     "%s: decompresses to more than the %s the manifest declares; "
-                                                     "refusing it (zstd bomb?)",
-                                                     mb->name, bundle_format_size(a1, mb->size));
+                                k = set_error_message(
+                                        -EBADMSG, ret_error,
+                                        "%s: decompresses to more than the %s the manifest declares; "
+                                        "refusing it (zstd bomb?)",
+                                        mb->name, bundle_format_size(a1, mb->size));
                                 break;
                         }
                         (void) bundle_sha256_update(h, out, ob.pos);
@@ -566,14 +578,15 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
                 ZSTD_outBuffer ob = { out, out_cap, 0 };
                 last = ZSTD_decompressStream(d, &ob, &ib);
                 if (ZSTD_isError(last) || (ob.pos == 0 && last != 0)) {
-                        k = bundle_set_error(-EBADMSG, ret_error, "%s: zstd data ends in the middle of a frame",
-                                             mb->name);
+                        k = set_error_message(-EBADMSG, ret_error,
+                                              "%s: zstd data ends in the middle of a frame", mb->name);
                         break;
                 }
                 if (produced + ob.pos > mb->size) {
-                        k = bundle_set_error(-EBADMSG, ret_error,
-                                             "%s: decompresses to more than the manifest declares; refusing it",
-                                             mb->name);
+                        k = set_error_message(
+                                -EBADMSG, ret_error,
+                                "%s: decompresses to more than the manifest declares; refusing it",
+                                mb->name);
                         break;
                 }
                 (void) bundle_sha256_update(h, out, ob.pos);
@@ -584,13 +597,15 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
         if (k < 0)
                 return k;
         if (produced != mb->size)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: %" PRIu64 " bytes, the manifest says %" PRIu64,
-                                        mb->name, produced, mb->size);
+                return set_error_message(-EBADMSG, ret_error,
+                                         "%s: %" PRIu64 " bytes, the manifest says %" PRIu64, mb->name,
+                                         produced, mb->size);
         k = bundle_sha256_final(h, sha);
         if (k < 0)
                 return k;
         if (memcmp(sha, mb->sha256, sizeof sha) != 0)
-                return bundle_set_error(-EBADMSG, ret_error, "%s: SHA-256 mismatch: the member is corrupt", mb->name);
+                return set_error_message(-EBADMSG, ret_error, "%s: SHA-256 mismatch: the member is corrupt",
+                                         mb->name);
         return 0;
 }
 
@@ -599,11 +614,11 @@ static int lookup(BundleReader *r, const char *name, const BundleMember **ret, c
         char a[32], b[32];
 
         if (!mb)
-                return bundle_set_error(-ENOENT, ret_error, "the bundle has no member \"%s\"", name);
+                return set_error_message(-ENOENT, ret_error, "the bundle has no member \"%s\"", name);
         if (mb->size > r->limits.max_member_size)
-                return bundle_set_error(-E2BIG, ret_error, "%s: %s, over the reader's limit of %s (max_member_size)",
-                                        name, bundle_format_size(a, mb->size),
-                                        bundle_format_size(b, r->limits.max_member_size));
+                return set_error_message(
+                        -E2BIG, ret_error, "%s: %s, over the reader's limit of %s (max_member_size)", name,
+                        bundle_format_size(a, mb->size), bundle_format_size(b, r->limits.max_member_size));
         *ret = mb;
         return 0;
 }
@@ -622,7 +637,7 @@ int bundle_reader_read_member(BundleReader *r, const char *name, void **ret_data
                 return -E2BIG;
         data = malloc((size_t) mb->size + 1);
         if (!data)
-                return bundle_set_error(-ENOMEM, ret_error, "%s: out of memory", name);
+                return set_error_message(-ENOMEM, ret_error, "%s: out of memory", name);
         sink.mem = data;
         k = stream_member(r, mb, &sink, ret_error);
         if (k < 0)
@@ -644,7 +659,7 @@ int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, c
                 return k;
         fd = memfd_create(name, MFD_CLOEXEC);
         if (fd < 0)
-                return bundle_set_error(-errno, ret_error, "%s: memfd_create: %m", name);
+                return set_error_message(-errno, ret_error, "%s: memfd_create: %m", name);
         sink.fd = fd;
         k = stream_member(r, mb, &sink, ret_error);
         if (k < 0)

@@ -62,30 +62,12 @@ int bundle_sha256(const void *p, size_t n, uint8_t out[BUNDLE_SHA256_LEN]) {
         return 0;
 }
 
-_printf_(3, 0) static int set_error_va(int error, char **ret_error, const char *fmt, va_list ap) {
-        if (ret_error) {
-                free(*ret_error);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-        }
-        return error;
-}
-
-int bundle_set_error(int error, char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        va_start(ap, fmt);
-        error = set_error_va(error, ret_error, fmt, ap);
-        va_end(ap);
-        return error;
-}
-
 int bundle_invalid(char **ret_error, const char *fmt, ...) {
         va_list ap;
         int r;
 
         va_start(ap, fmt);
-        r = set_error_va(-EBADMSG, ret_error, fmt, ap);
+        r = set_error_messagev(-EBADMSG, ret_error, fmt, ap);
         va_end(ap);
         return r;
 }

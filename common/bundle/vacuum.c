@@ -170,7 +170,7 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
 
         d = opendir(dir);
         if (!d)
-                return bundle_set_error(-errno, ret_error, "cannot open %s: %m", dir);
+                return set_error_message(-errno, ret_error, "cannot open %s: %m", dir);
         r = scan(d, o.exclude, &items, &n);
         if (r < 0)
                 goto finish;
@@ -180,7 +180,7 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
         else {
                 struct statvfs sv;
                 if (fstatvfs(dirfd(d), &sv) < 0) {
-                        r = bundle_set_error(-errno, ret_error, "statvfs %s: %m", dir);
+                        r = set_error_message(-errno, ret_error, "statvfs %s: %m", dir);
                         goto finish;
                 }
                 fs_free = (uint64_t) sv.f_bavail * sv.f_frsize;
@@ -199,31 +199,33 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
                 uint64_t min_use = use - removable_use, max_free = fs_free + removable_use;
 
                 if (o.reserve > limits->max_bundle_size) {
-                        r = bundle_set_error(-EFBIG, ret_error,
-                                             "a bundle of about %s does not fit MaxBundleSize=%s",
-                                             bundle_format_size(a, o.reserve),
-                                             format_limit(b, limits->max_bundle_size));
+                        r = set_error_message(
+                                -EFBIG, ret_error, "a bundle of about %s does not fit MaxBundleSize=%s",
+                                bundle_format_size(a, o.reserve), format_limit(b, limits->max_bundle_size));
                         goto finish;
                 }
                 if (limits->max_bundles == 0 || (n - removable_n) + 1 > limits->max_bundles) {
-                        r = bundle_set_error(-ENOSPC, ret_error, "MaxBundles=%" PRIu64 " leaves no room for a new bundle",
-                                             limits->max_bundles);
+                        r = set_error_message(-ENOSPC, ret_error,
+                                              "MaxBundles=%" PRIu64 " leaves no room for a new bundle",
+                                              limits->max_bundles);
                         goto finish;
                 }
                 if (limits->max_use != UINT64_MAX && min_use + o.reserve > limits->max_use) {
-                        r = bundle_set_error(-ENOSPC, ret_error,
-                                             "a bundle of about %s does not fit MaxUse=%s (%s used by bundles that "
-                                             "cannot be removed)",
-                                             bundle_format_size(a, o.reserve), format_limit(b, limits->max_use),
-                                             bundle_format_size(c, min_use));
+                        r = set_error_message(
+                                -ENOSPC, ret_error,
+                                "a bundle of about %s does not fit MaxUse=%s (%s used by bundles that "
+                                "cannot be removed)",
+                                bundle_format_size(a, o.reserve), format_limit(b, limits->max_use),
+                                bundle_format_size(c, min_use));
                         goto finish;
                 }
                 if (max_free < o.reserve || max_free - o.reserve < limits->keep_free) {
-                        r = bundle_set_error(-ENOSPC, ret_error,
-                                             "a bundle of about %s does not fit KeepFree=%s (%s free with every "
-                                             "older bundle removed)",
-                                             bundle_format_size(a, o.reserve), format_limit(b, limits->keep_free),
-                                             bundle_format_size(c, max_free));
+                        r = set_error_message(
+                                -ENOSPC, ret_error,
+                                "a bundle of about %s does not fit KeepFree=%s (%s free with every "
+                                "older bundle removed)",
+                                bundle_format_size(a, o.reserve), format_limit(b, limits->keep_free),
+                                bundle_format_size(c, max_free));
                         goto finish;
                 }
         }
@@ -246,7 +248,8 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
                                 n_remove++;
                                 continue;
                         }
-                        r = bundle_set_error(-errno, ret_error, "cannot remove %s/%s: %m", dir, items[i].name);
+                        r = set_error_message(-errno, ret_error, "cannot remove %s/%s: %m", dir,
+                                              items[i].name);
                         goto finish;
                 }
                 freed += items[i].use;

@@ -87,14 +87,15 @@ static int writer_error(BundleWriter *w, int r, char **ret_error, const char *wh
         char a[32], b[32];
 
         if (r == -EFBIG && w->opts.max_size > 0)
-                r = bundle_set_error(r, ret_error, "%s: the bundle would grow beyond the %s that %s leaves for it",
-                                     what, bundle_format_size(a, w->opts.max_size),
-                                     w->max_size_limit ?: "its size limit");
+                r = set_error_message(
+                        r, ret_error, "%s: the bundle would grow beyond the %s that %s leaves for it", what,
+                        bundle_format_size(a, w->opts.max_size), w->max_size_limit ?: "its size limit");
         else if (r == -ENOSPC)
-                r = bundle_set_error(r, ret_error, "%s: no space left on the file system of %s (%s written)",
-                                     what, w->dir, bundle_format_size(b, w->written));
+                r = set_error_message(r, ret_error,
+                                      "%s: no space left on the file system of %s (%s written)", what,
+                                      w->dir, bundle_format_size(b, w->written));
         else
-                r = bundle_set_error(r, ret_error, "%s: %s", what, strerror(-r));
+                r = set_error_message(r, ret_error, "%s: %s", what, strerror(-r));
         w->failed = r;
         return r;
 }
@@ -156,8 +157,9 @@ int bundle_writer_new(const char *dir, const char *final_name, const BundleWrite
         int r;
 
         if (!final_name_is_valid(final_name))
-                return bundle_set_error(-EINVAL, ret_error,
-                                        "invalid bundle file name \"%s\": a plain name ending in .tar", final_name);
+                return set_error_message(-EINVAL, ret_error,
+                                         "invalid bundle file name \"%s\": a plain name ending in .tar",
+                                         final_name);
 
         w = calloc(1, sizeof *w);
         if (!w)
@@ -165,8 +167,8 @@ int bundle_writer_new(const char *dir, const char *final_name, const BundleWrite
         w->dir_fd = w->fd = -EBADF;
         w->opts = opts ? *opts : BUNDLE_WRITER_OPTIONS_DEFAULT;
         if (w->opts.compress_level < ZSTD_minCLevel() || w->opts.compress_level > ZSTD_maxCLevel())
-                return bundle_set_error(-EINVAL, ret_error, "zstd level %d is out of range (%d..%d)",
-                                        w->opts.compress_level, ZSTD_minCLevel(), ZSTD_maxCLevel());
+                return set_error_message(-EINVAL, ret_error, "zstd level %d is out of range (%d..%d)",
+                                         w->opts.compress_level, ZSTD_minCLevel(), ZSTD_maxCLevel());
         if (w->opts.group && !(w->group = strdup(w->opts.group)))
                 return -ENOMEM;
         w->opts.group = w->group;
@@ -181,7 +183,7 @@ int bundle_writer_new(const char *dir, const char *final_name, const BundleWrite
 
         w->dir_fd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
         if (w->dir_fd < 0)
-                return bundle_set_error(-errno, ret_error, "cannot open bundle directory %s: %m", dir);
+                return set_error_message(-errno, ret_error, "cannot open bundle directory %s: %m", dir);
 
         r = -EOPNOTSUPP;
         if (w->opts.use_tmpfile) {
@@ -193,8 +195,8 @@ int bundle_writer_new(const char *dir, const char *final_name, const BundleWrite
         if (r == -EOPNOTSUPP || r == -EISDIR || r == -EINVAL)
                 r = open_named_tmp(w);
         if (r < 0)
-                return bundle_set_error(r, ret_error, "cannot create a temporary file in %s: %s", dir,
-                                        strerror(-r));
+                return set_error_message(r, ret_error, "cannot create a temporary file in %s: %s", dir,
+                                         strerror(-r));
 
         w->archive = archive_write_new();
         if (!w->archive)
@@ -205,9 +207,11 @@ int bundle_writer_new(const char *dir, const char *final_name, const BundleWrite
              * (no 10 KiB record copies) and pads only to 512 bytes. */
             archive_write_set_bytes_per_block(w->archive, 0) != ARCHIVE_OK ||
             archive_write_set_bytes_in_last_block(w->archive, 1) != ARCHIVE_OK)
-                return bundle_set_error(-EIO, ret_error, "libarchive: %s", archive_error_string(w->archive));
+                return set_error_message(-EIO, ret_error, "libarchive: %s",
+                                         archive_error_string(w->archive));
         if (archive_write_open(w->archive, w, NULL, archive_write_cb, NULL) != ARCHIVE_OK)
-                return bundle_set_error(-EIO, ret_error, "libarchive: %s", archive_error_string(w->archive));
+                return set_error_message(-EIO, ret_error, "libarchive: %s",
+                                         archive_error_string(w->archive));
 
         if (w->opts.compress) {
                 w->cctx = ZSTD_createCCtx();
@@ -255,13 +259,14 @@ BundleWriter *bundle_writer_free(BundleWriter *w) {
 
 static int check_new_member(BundleWriter *w, const char *name, char **ret_error) {
         if (w->finished)
-                return bundle_set_error(-ESTALE, ret_error, "bundle is already finished");
+                return set_error_message(-ESTALE, ret_error, "bundle is already finished");
         if (w->failed < 0)
-                return bundle_set_error(w->failed, ret_error, "an earlier member failed; the bundle is abandoned");
+                return set_error_message(w->failed, ret_error,
+                                         "an earlier member failed; the bundle is abandoned");
         if (!bundle_member_name_is_valid(name) || streq(name, BUNDLE_MANIFEST_NAME))
-                return bundle_set_error(-EINVAL, ret_error, "invalid member name \"%s\"", name);
+                return set_error_message(-EINVAL, ret_error, "invalid member name \"%s\"", name);
         if (w->n_members >= BUNDLE_MAX_MEMBERS)
-                return bundle_set_error(-E2BIG, ret_error, "more than %u members", BUNDLE_MAX_MEMBERS);
+                return set_error_message(-E2BIG, ret_error, "more than %u members", BUNDLE_MAX_MEMBERS);
         /* Names and stored names share one namespace in the tar. */
         for (size_t i = 0; i < w->n_members; i++) {
                 const char *s = w->members[i].stored_name, *n = w->members[i].name;
@@ -269,7 +274,8 @@ static int check_new_member(BundleWriter *w, const char *name, char **ret_error)
                 if (streq(n, name) || streq(s, name) ||
                     (strncmp(s, name, l) == 0 && streq(s + l, BUNDLE_ZSTD_SUFFIX)) ||
                     (strncmp(name, n, strlen(n)) == 0 && streq(name + strlen(n), BUNDLE_ZSTD_SUFFIX)))
-                        return bundle_set_error(-EEXIST, ret_error, "member \"%s\" clashes with \"%s\"", name, n);
+                        return set_error_message(-EEXIST, ret_error, "member \"%s\" clashes with \"%s\"",
+                                                 name, n);
         }
         return 0;
 }
@@ -375,7 +381,7 @@ int bundle_writer_add_member(BundleWriter *w, const char *name, const void *data
                 size_t bound = ZSTD_compressBound(size), k;
 
                 if (ZSTD_isError(bound))
-                        return bundle_set_error(-E2BIG, ret_error, "%s: too large to compress", name);
+                        return set_error_message(-E2BIG, ret_error, "%s: too large to compress", name);
                 if (w->cbuf_size < bound) {
                         void *p = realloc(w->cbuf, bound);
                         if (!p)
@@ -388,7 +394,8 @@ int bundle_writer_add_member(BundleWriter *w, const char *name, const void *data
                 if (ZSTD_isError(k)) {
                         if (threaded)
                                 pthread_join(thread, NULL);
-                        return bundle_set_error(-EIO, ret_error, "%s: zstd: %s", name, ZSTD_getErrorName(k));
+                        return set_error_message(-EIO, ret_error, "%s: zstd: %s", name,
+                                                 ZSTD_getErrorName(k));
                 }
                 if (BUNDLE_COMPRESS_WORTH(size, k)) {
                         out = w->cbuf;
@@ -401,7 +408,7 @@ int bundle_writer_add_member(BundleWriter *w, const char *name, const void *data
         else
                 pthread_join(thread, NULL);
         if (job.r < 0)
-                return bundle_set_error(job.r, ret_error, "%s: SHA-256 failed", name);
+                return set_error_message(job.r, ret_error, "%s: SHA-256 failed", name);
 
         {
                 _cleanup_free_ char *stored = NULL;
@@ -504,10 +511,10 @@ int bundle_writer_add_member_fd(BundleWriter *w, const char *name, int fd, Bundl
         if (r < 0)
                 return r;
         if (fstat(fd, &st) < 0)
-                return bundle_set_error(-errno, ret_error, "%s: %m", name);
+                return set_error_message(-errno, ret_error, "%s: %m", name);
         start = lseek(fd, 0, SEEK_CUR);
         if (!S_ISREG(st.st_mode) || start < 0 || start > st.st_size)
-                return bundle_set_error(-EINVAL, ret_error, "%s: not a regular file", name);
+                return set_error_message(-EINVAL, ret_error, "%s: not a regular file", name);
         size = (uint64_t) (st.st_size - start);
 
         buf = malloc(BUNDLE_IO_CHUNK);
@@ -522,13 +529,15 @@ int bundle_writer_add_member_fd(BundleWriter *w, const char *name, int fd, Bundl
 
                 spool = bundle_anon_tmpfile(w->dir_fd, "bundle-spool");
                 if (spool < 0)
-                        return bundle_set_error(spool, ret_error, "%s: cannot create a spool file: %s", name,
-                                                strerror(-spool));
+                        return set_error_message(spool, ret_error, "%s: cannot create a spool file: %s",
+                                                 name, strerror(-spool));
                 r = compress_to_spool(w, fd, spool, h, buf, &csize, &stored);
                 if (r < 0)
-                        return bundle_set_error(r, ret_error, "%s: compressing failed: %s", name, strerror(-r));
+                        return set_error_message(r, ret_error, "%s: compressing failed: %s", name,
+                                                 strerror(-r));
                 if (csize != size)
-                        return bundle_set_error(-ENODATA, ret_error, "%s: the file changed size while copied", name);
+                        return set_error_message(-ENODATA, ret_error,
+                                                 "%s: the file changed size while copied", name);
                 if (BUNDLE_COMPRESS_WORTH(size, stored)) {
                         compressed = true;
                         if (lseek(spool, 0, SEEK_SET) < 0)
@@ -537,7 +546,7 @@ int bundle_writer_add_member_fd(BundleWriter *w, const char *name, int fd, Bundl
                         /* Not worth it: store the original, hashing it again. */
                         spool = safe_close(spool);
                         if (lseek(fd, start, SEEK_SET) < 0)
-                                return bundle_set_error(-errno, ret_error, "%s: cannot rewind: %m", name);
+                                return set_error_message(-errno, ret_error, "%s: cannot rewind: %m", name);
                         h = bundle_sha256_free(h);
                         r = bundle_sha256_new(&h);
                         if (r < 0)
@@ -559,7 +568,7 @@ int bundle_writer_add_member_fd(BundleWriter *w, const char *name, int fd, Bundl
                 r = finish_entry(w);
         if (r == -ENODATA) {
                 w->failed = r;
-                return bundle_set_error(r, ret_error, "%s: the file shrank while it was copied", name);
+                return set_error_message(r, ret_error, "%s: the file shrank while it was copied", name);
         }
         if (r < 0)
                 return writer_error(w, r, ret_error, name);
@@ -578,7 +587,7 @@ int bundle_writer_add_member_path(BundleWriter *w, const char *name, const char 
         _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
 
         if (fd < 0)
-                return bundle_set_error(-errno, ret_error, "%s: cannot open %s: %m", name, path);
+                return set_error_message(-errno, ret_error, "%s: cannot open %s: %m", name, path);
         return bundle_writer_add_member_fd(w, name, fd, flags, ret_error);
 }
 
@@ -624,9 +633,10 @@ int bundle_writer_finish(BundleWriter *w, BundleManifest *m, char **ret_path, ch
         int r;
 
         if (w->finished)
-                return bundle_set_error(-ESTALE, ret_error, "bundle is already finished");
+                return set_error_message(-ESTALE, ret_error, "bundle is already finished");
         if (w->failed < 0)
-                return bundle_set_error(w->failed, ret_error, "an earlier member failed; the bundle is abandoned");
+                return set_error_message(w->failed, ret_error,
+                                         "an earlier member failed; the bundle is abandoned");
 
         /* The manifest describes exactly what was written. */
         copy = calloc(w->n_members ?: 1, sizeof *copy);
@@ -677,14 +687,14 @@ int bundle_writer_finish(BundleWriter *w, BundleManifest *m, char **ret_path, ch
 
         r = link_into_place(w);
         if (r == -EEXIST)
-                return bundle_set_error(r, ret_error, "%s/%s exists already; not replacing it", w->dir,
-                                        w->final_name);
+                return set_error_message(r, ret_error, "%s/%s exists already; not replacing it", w->dir,
+                                         w->final_name);
         if (r < 0)
                 return writer_error(w, r, ret_error, "linking the bundle into place");
         w->finished = true;
         /* The name must survive a crash too. */
         if (fsync(w->dir_fd) < 0)
-                return bundle_set_error(-errno, ret_error, "fsync of %s: %m", w->dir);
+                return set_error_message(-errno, ret_error, "fsync of %s: %m", w->dir);
 
         if (ret_path) {
                 if (asprintf(&path, "%s/%s", w->dir, w->final_name) < 0)

@@ -7,21 +7,10 @@
 #include <unistd.h>
 
 #include "common/basic/fileio.h"
+#include "common/basic/string-util.h"
 #include "common/bundle/bundle.h"
 #include "daemon/synth/bundle.h"
 #include "daemon/synth/rng.h"
-
-_printf_(3, 4) static int bundle_error(int r, char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 static int set_str(char **p, const char *s) {
         free(*p);
@@ -178,9 +167,9 @@ int synth_bundle_write(const SynthResult *res, const char *path, char **ret_erro
 
         r = path_split(path, &dir, &name);
         if (r < 0)
-                return bundle_error(r, ret_error, "%s: bad output path", path);
+                return set_error_message(r, ret_error, "%s: bad output path", path);
         if (unlink(path) < 0 && errno != ENOENT)
-                return bundle_error(-errno, ret_error, "%s: cannot replace: %m", path);
+                return set_error_message(-errno, ret_error, "%s: cannot replace: %m", path);
         /* ptsynth output belongs to whoever runs it. */
         opts.group = NULL;
         opts.mode = 0644;
@@ -189,7 +178,7 @@ int synth_bundle_write(const SynthResult *res, const char *path, char **ret_erro
                 return r;
         r = fill_manifest(res, m);
         if (r < 0)
-                return bundle_error(r, ret_error, "cannot build the manifest: %s", strerror(-r));
+                return set_error_message(r, ret_error, "cannot build the manifest: %s", strerror(-r));
         /* Same seed, same file: the tar entries carry the bundle's creation
          * time (derived from the seed), not the clock. */
         opts.mtime = m->created_realtime_usec / 1000000;

@@ -9,6 +9,7 @@
 #include <stdarg.h>
 #include <sys/stat.h>
 
+#include "common/basic/string-util.h"
 #include "daemon/synth/image.h"
 
 /* Bounds for what we accept from files on the machine. */
@@ -43,18 +44,6 @@ static void uid_free(unsigned uid) {
         pthread_mutex_lock(&uid_lock);
         uid_used[uid / 64] &= ~(UINT64_C(1) << (uid % 64));
         pthread_mutex_unlock(&uid_lock);
-}
-
-_printf_(3, 4) static int image_error(int r, char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
 }
 
 typedef struct ImageLoader {
@@ -240,7 +229,7 @@ static int load_segments(ImageLoader *l, char **ret_error) {
         size_t n;
 
         if (elf_getphdrnum(l->elf, &n) < 0 || n > 1024)
-                return image_error(-EBADMSG, ret_error, "%s: bad program headers", img->path);
+                return set_error_message(-EBADMSG, ret_error, "%s: bad program headers", img->path);
         img->segments = calloc(MAX(n, (size_t)1), sizeof *img->segments);
         if (!img->segments)
                 return -ENOMEM;
@@ -249,11 +238,13 @@ static int load_segments(ImageLoader *l, char **ret_error) {
                 GElf_Phdr ph;
 
                 if (!gelf_getphdr(l->elf, (int)i, &ph))
-                        return image_error(-EBADMSG, ret_error, "%s: bad program header %zu", img->path, i);
+                        return set_error_message(-EBADMSG, ret_error, "%s: bad program header %zu",
+                                                 img->path, i);
                 if (ph.p_type == PT_INTERP) {
                         if (ph.p_offset >= img->size || ph.p_filesz == 0 || ph.p_filesz > 4096 ||
                             img->size - ph.p_offset < ph.p_filesz)
-                                return image_error(-EBADMSG, ret_error, "%s: bad PT_INTERP", img->path);
+                                return set_error_message(-EBADMSG, ret_error, "%s: bad PT_INTERP",
+                                                         img->path);
                         img->interp = strndup((const char *)img->map + ph.p_offset, ph.p_filesz);
                         if (!img->interp)
                                 return -ENOMEM;
@@ -263,7 +254,7 @@ static int load_segments(ImageLoader *l, char **ret_error) {
                         continue;
                 if (img->n_segments >= SYNTH_IMAGE_MAX_SEGMENTS || ph.p_offset > img->size ||
                     ph.p_filesz > img->size - ph.p_offset || ph.p_filesz > ph.p_memsz)
-                        return image_error(-EBADMSG, ret_error, "%s: bad PT_LOAD %zu", img->path, i);
+                        return set_error_message(-EBADMSG, ret_error, "%s: bad PT_LOAD %zu", img->path, i);
                 img->segments[img->n_segments++] = (SynthSegment){
                         .vaddr = ph.p_vaddr,
                         .memsz = ph.p_memsz,
@@ -275,7 +266,7 @@ static int load_segments(ImageLoader *l, char **ret_error) {
                 img->max_vaddr = MAX(img->max_vaddr, ALIGN_TO(ph.p_vaddr + ph.p_memsz, UINT64_C(0x1000)));
         }
         if (img->n_segments == 0)
-                return image_error(-EBADMSG, ret_error, "%s: no loadable segments", img->path);
+                return set_error_message(-EBADMSG, ret_error, "%s: no loadable segments", img->path);
         return 0;
 }
 
@@ -334,12 +325,13 @@ static int load_dynamic(ImageLoader *l, char **ret_error) {
                                 continue;
                         s = elf_strptr(l->elf, sh.sh_link, dyn.d_un.d_val);
                         if (!s)
-                                return image_error(-EBADMSG, ret_error, "%s: bad dynamic string", img->path);
+                                return set_error_message(-EBADMSG, ret_error, "%s: bad dynamic string",
+                                                         img->path);
                         switch (dyn.d_tag) {
                         case DT_NEEDED:
                                 if (n_needed >= SYNTH_IMAGE_MAX_NEEDED)
-                                        return image_error(-E2BIG, ret_error, "%s: too many DT_NEEDED",
-                                                           img->path);
+                                        return set_error_message(-E2BIG, ret_error, "%s: too many DT_NEEDED",
+                                                                 img->path);
                                 img->needed[n_needed] = strdup(s);
                                 if (!img->needed[n_needed++])
                                         return -ENOMEM;
@@ -399,7 +391,7 @@ static int load_symbols(ImageLoader *l, char **ret_error) {
                 if (!s || (pass == 1 && !dynsym))
                         continue;
                 if (!gelf_getshdr(s, &sh) || sh.sh_entsize == 0 || !(d = elf_getdata(s, NULL)))
-                        return image_error(-EBADMSG, ret_error, "%s: bad symbol table", img->path);
+                        return set_error_message(-EBADMSG, ret_error, "%s: bad symbol table", img->path);
                 for (size_t i = 1; i < sh.sh_size / sh.sh_entsize; i++) {
                         GElf_Sym sym;
                         const char *name;
@@ -649,14 +641,14 @@ static int image_parse(SynthImage *img, Elf *elf, char **ret_error) {
         int r;
 
         if (!l.elf)
-                return image_error(-EBADMSG, ret_error, "%s: %s", path, elf_errmsg(-1));
+                return set_error_message(-EBADMSG, ret_error, "%s: %s", path, elf_errmsg(-1));
         img->map = (const uint8_t *)elf_rawfile(l.elf, &raw_size);
         img->size = raw_size;
         if (!img->map || elf_kind(l.elf) != ELF_K_ELF || !gelf_getehdr(l.elf, &eh) ||
             gelf_getclass(l.elf) != ELFCLASS64 || eh.e_machine != EM_X86_64 ||
             (eh.e_type != ET_EXEC && eh.e_type != ET_DYN)) {
-                r = image_error(-EBADMSG, ret_error, "%s: not an x86-64 ELF executable or shared object",
-                                path);
+                r = set_error_message(-EBADMSG, ret_error,
+                                      "%s: not an x86-64 ELF executable or shared object", path);
                 goto finish;
         }
         img->pie = eh.e_type == ET_DYN;
@@ -693,12 +685,12 @@ static int image_parse(SynthImage *img, Elf *elf, char **ret_error) {
         if (r < 0)
                 goto finish;
         if (img->n_funcs == 0) {
-                r = image_error(-ENOENT, ret_error, "%s: no function entries found", path);
+                r = set_error_message(-ENOENT, ret_error, "%s: no function entries found", path);
                 goto finish;
         }
         img->uid = uid_alloc();
         if (img->uid == 0) {
-                r = image_error(-E2BIG, ret_error, "too many images loaded at once");
+                r = set_error_message(-E2BIG, ret_error, "too many images loaded at once");
                 goto finish;
         }
         /* Keep the ELF handle: symbol names and the code point into its mapping. */
@@ -719,15 +711,16 @@ int synth_image_load(const char *path, bool kernel, SynthImage **ret, char **ret
 
         r = image_new(path, kernel, &img);
         if (r < 0)
-                return image_error(r, ret_error, "libelf: %s", elf_errmsg(-1));
+                return set_error_message(r, ret_error, "libelf: %s", elf_errmsg(-1));
         img->fd = open(path, O_RDONLY | O_CLOEXEC);
         if (img->fd < 0)
-                return image_error(-errno, ret_error, "%s: %m", path);
+                return set_error_message(-errno, ret_error, "%s: %m", path);
         if (fstat(img->fd, &st) < 0)
-                return image_error(-errno, ret_error, "%s: %m", path);
+                return set_error_message(-errno, ret_error, "%s: %m", path);
         if (!S_ISREG(st.st_mode) || st.st_size < (off_t)sizeof(Elf64_Ehdr) ||
             (uint64_t)st.st_size > SYNTH_IMAGE_MAX_SIZE)
-                return image_error(-EBADMSG, ret_error, "%s: not a regular file of plausible size", path);
+                return set_error_message(-EBADMSG, ret_error, "%s: not a regular file of plausible size",
+                                         path);
         r = image_parse(img, elf_begin(img->fd, ELF_C_READ_MMAP, NULL), ret_error);
         if (r < 0)
                 return r;
@@ -742,9 +735,10 @@ int synth_image_load_memory(const char *name, const void *data, size_t size, boo
 
         r = image_new(name, kernel, &img);
         if (r < 0)
-                return image_error(r, ret_error, "libelf: %s", elf_errmsg(-1));
+                return set_error_message(r, ret_error, "libelf: %s", elf_errmsg(-1));
         if (size < sizeof(Elf64_Ehdr) || (uint64_t)size > SYNTH_IMAGE_MAX_SIZE)
-                return image_error(-EBADMSG, ret_error, "%s: not an ELF image of plausible size", name);
+                return set_error_message(-EBADMSG, ret_error, "%s: not an ELF image of plausible size",
+                                         name);
         /* Our own copy: libelf may convert in place what it reads, and
          * the caller's bytes may be read-only. */
         img->memory = malloc(size);

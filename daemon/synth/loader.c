@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 
 #include "common/basic/fileio.h"
+#include "common/basic/string-util.h"
 #include "daemon/synth/loader.h"
 
 #define LD_CACHE_PATH "/etc/ld.so.cache"
@@ -16,18 +17,6 @@
 static const char *const default_lib_dirs[] = {
         "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib",
 };
-
-_printf_(3, 4) static int loader_error(int r, char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 void synth_image_set_done(SynthImageSet *s) {
         for (size_t i = 0; i < s->n_images; i++)
@@ -67,7 +56,7 @@ int synth_image_set_get(SynthImageSet *s, const char *path, bool kernel, SynthIm
 
         real = realpath(path, NULL);
         if (!real)
-                return loader_error(-errno, ret_error, "%s: %m", path);
+                return set_error_message(-errno, ret_error, "%s: %m", path);
         img = image_set_find(s, real);
         if (img) {
                 *ret = img;
@@ -322,8 +311,8 @@ int synth_loader_load_process(SynthImageSet *s, SynthAddressPlan *plan, const ch
 
                         r = synth_loader_find_library(s, order[i], *needed, &path);
                         if (r < 0)
-                                return loader_error(r, ret_error, "%s: cannot find %s needed by %s", exe,
-                                                    *needed, order[i]->path);
+                                return set_error_message(r, ret_error, "%s: cannot find %s needed by %s",
+                                                         exe, *needed, order[i]->path);
                         r = synth_image_set_get(s, path, false, &lib, ret_error);
                         if (r < 0)
                                 return r;
@@ -332,7 +321,7 @@ int synth_loader_load_process(SynthImageSet *s, SynthAddressPlan *plan, const ch
                         if (dup)
                                 continue;
                         if (n >= LOADER_MAX_IMAGES)
-                                return loader_error(-E2BIG, ret_error, "%s: too many libraries", exe);
+                                return set_error_message(-E2BIG, ret_error, "%s: too many libraries", exe);
                         order[n++] = lib;
                 }
         }
@@ -348,7 +337,7 @@ int synth_loader_load_process(SynthImageSet *s, SynthAddressPlan *plan, const ch
                         dup = dup || order[k] == ld;
                 if (!dup) {
                         if (n >= LOADER_MAX_IMAGES)
-                                return loader_error(-E2BIG, ret_error, "%s: too many libraries", exe);
+                                return set_error_message(-E2BIG, ret_error, "%s: too many libraries", exe);
                         order[n++] = ld;
                 }
         }
@@ -382,9 +371,9 @@ int synth_loader_load_process(SynthImageSet *s, SynthAddressPlan *plan, const ch
                 if (i == 0 && !m->pie) {
                         base = m->min_vaddr;
                         if (plan_overlaps_other(plan, base, base + size, m))
-                                return loader_error(-EADDRINUSE, ret_error,
-                                                    "%s: non-PIE executable overlaps another process's code",
-                                                    exe);
+                                return set_error_message(
+                                        -EADDRINUSE, ret_error,
+                                        "%s: non-PIE executable overlaps another process's code", exe);
                         r = plan_add(plan, base, base + size, m);
                 } else if (i == 0)
                         r = place(plan, rng, UINT64_C(0x555555554000), UINT64_C(0x565555554000), size, false,
@@ -396,13 +385,13 @@ int synth_loader_load_process(SynthImageSet *s, SynthAddressPlan *plan, const ch
                                   &cursor, &base);
                 }
                 if (r < 0)
-                        return loader_error(r, ret_error, "%s: cannot place %s", exe, m->path);
+                        return set_error_message(r, ret_error, "%s: cannot place %s", exe, m->path);
                 bases[i] = base;
         }
         for (size_t i = 0; i < n; i++) {
                 r = synth_address_space_map(as, order[i], bases[i]);
                 if (r < 0)
-                        return loader_error(r, ret_error, "%s: cannot map %s", exe, order[i]->path);
+                        return set_error_message(r, ret_error, "%s: cannot map %s", exe, order[i]->path);
         }
         r = synth_address_space_resolve(as);
         if (r < 0)

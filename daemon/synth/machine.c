@@ -6,6 +6,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "common/basic/string-util.h"
 #include "common/perf/record.h"
 #include "daemon/synth/machine.h"
 
@@ -83,18 +84,6 @@ struct SynthMachine {
         size_t n_pokes;
         bool poke_armed; /* the next quantum ends with a poke */
 };
-
-_printf_(3, 4) static int machine_error(int r, char **ret_error, const char *fmt, ...) {
-        va_list ap;
-
-        if (ret_error) {
-                va_start(ap, fmt);
-                if (vasprintf(ret_error, fmt, ap) < 0)
-                        *ret_error = NULL;
-                va_end(ap);
-        }
-        return r;
-}
 
 /* ------------------------------------------------------------------ */
 /* Side-band */
@@ -270,7 +259,7 @@ static int create_processes(SynthMachine *m, char **ret_error) {
 
                         r = synth_thread_new(p, p->pid, tid, &m->kernel, &m->scratch, m->cfg.seed, &task->t);
                         if (r < 0)
-                                return machine_error(r, ret_error, "cannot start a thread of %s", exe);
+                                return set_error_message(r, ret_error, "cannot start a thread of %s", exe);
                         m->n_tasks++;
                         task->t->userdata = task;
                         task->exit_at = UINT64_MAX;
@@ -309,14 +298,15 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
         int r;
 
         if (cfg->n_cpus == 0 || cfg->n_cpus > 256 || cfg->n_procs == 0 || cfg->n_procs > 1024)
-                return machine_error(-EINVAL, ret_error, "need 1..256 CPUs and 1..1024 processes");
+                return set_error_message(-EINVAL, ret_error, "need 1..256 CPUs and 1..1024 processes");
         if (!IS_POWER_OF_TWO(cfg->ring_size) || cfg->ring_size < 4096)
-                return machine_error(-EINVAL, ret_error,
-                                     "the ring size must be a power of two of at least 4096");
+                return set_error_message(-EINVAL, ret_error,
+                                         "the ring size must be a power of two of at least 4096");
         if (!cfg->trace_user && !cfg->trace_kernel)
-                return machine_error(-EINVAL, ret_error, "nothing to trace");
+                return set_error_message(-EINVAL, ret_error, "nothing to trace");
         if (cfg->psb_period > 15 || cfg->mtc_period > 15 || cfg->cyc_thresh > 15)
-                return machine_error(-EINVAL, ret_error, "psb_period, mtc_period and cyc_thresh are 0..15");
+                return set_error_message(-EINVAL, ret_error,
+                                         "psb_period, mtc_period and cyc_thresh are 0..15");
 
         m = calloc(1, sizeof *m);
         if (!m)
@@ -351,7 +341,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                                 return -ENOMEM;
                 }
                 if (n == 0)
-                        return machine_error(-ENOENT, ret_error, "no executables to run");
+                        return set_error_message(-ENOENT, ret_error, "no executables to run");
         }
 
         r = synth_kernel_load(&m->images, cfg->kernel_path, &m->kernel, ret_error);
@@ -360,13 +350,13 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
         m->kernel_loaded = true;
         if (cfg->text_poke) {
                 if (!m->kernel.poke_site)
-                        return machine_error(-EINVAL, ret_error,
-                                             "--text-poke: the kernel image has no static key");
+                        return set_error_message(-EINVAL, ret_error,
+                                                 "--text-poke: the kernel image has no static key");
                 /* A decoder knows the time of a stretch of code only to an
                  * MTC period: the guard around a poke is counted in them. */
                 if (!cfg->trace_kernel || !cfg->mtc)
-                        return machine_error(-EINVAL, ret_error,
-                                             "--text-poke needs the kernel traced and MTC");
+                        return set_error_message(-EINVAL, ret_error,
+                                                 "--text-poke needs the kernel traced and MTC");
         }
         r = synth_block_cache_init(&m->scratch);
         if (r < 0)
@@ -432,7 +422,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                         return r;
                 r = synth_cpu_init(&m->cpus[i], i, &cc, &m->kernel, m->tsc0, m->idles[i], on_switch, m);
                 if (r < 0)
-                        return machine_error(r, ret_error, "cannot set up CPU %u", i);
+                        return set_error_message(r, ret_error, "cannot set up CPU %u", i);
                 m->cpus[i].keep_truth = cfg->keep_truth;
         }
 
@@ -452,8 +442,8 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                                 next++;
                                 r = synth_thread_park(m->idles[i], &m->kernel, cfg->trace_kernel);
                                 if (r < 0)
-                                        return machine_error(r, ret_error,
-                                                             "the kernel image's idle path is broken");
+                                        return set_error_message(r, ret_error,
+                                                                 "the kernel image's idle path is broken");
                         }
                         r = synth_cpu_start(&m->cpus[i], t);
                         if (r < 0)
@@ -472,8 +462,8 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                         else
                                 continue;
                         if (r < 0)
-                                return machine_error(r, ret_error,
-                                                     "the kernel image's scheduler path is broken");
+                                return set_error_message(r, ret_error,
+                                                         "the kernel image's scheduler path is broken");
                 }
         }
         *ret = TAKE_PTR(m);
@@ -659,7 +649,7 @@ int synth_machine_run(SynthMachine *m, char **ret_error) {
 
                 r = fork_tasks(m, t);
                 if (r < 0)
-                        return machine_error(r, ret_error, "cannot fork a thread");
+                        return set_error_message(r, ret_error, "cannot fork a thread");
                 schedule(m, t);
                 t += quantum;
                 if (poke)
@@ -667,13 +657,13 @@ int synth_machine_run(SynthMachine *m, char **ret_error) {
                 for (unsigned i = 0; i < m->cfg.n_cpus; i++) {
                         r = synth_cpu_run(&m->cpus[i], t);
                         if (r < 0)
-                                return machine_error(r, ret_error, "CPU %u: %s", i, strerror(-r));
+                                return set_error_message(r, ret_error, "CPU %u: %s", i, strerror(-r));
                         total += m->cpus[i].ring.head;
                 }
                 if (poke) {
                         r = do_poke(m);
                         if (r < 0)
-                                return machine_error(r, ret_error, "text poke: %s", strerror(-r));
+                                return set_error_message(r, ret_error, "text poke: %s", strerror(-r));
                         m->poke_armed = false;
                 } else if (m->cfg.text_poke && m->n_pokes < SYNTH_POKES_MAX &&
                            total / m->cfg.n_cpus + (m->n_pokes == 0 ? m->cfg.ring_size * 3 / 4
@@ -681,7 +671,7 @@ int synth_machine_run(SynthMachine *m, char **ret_error) {
                                    m->cfg.bytes_per_cpu)
                         m->poke_armed = true;
                 if (m->error < 0)
-                        return machine_error(m->error, ret_error, "side-band: %s", strerror(-m->error));
+                        return set_error_message(m->error, ret_error, "side-band: %s", strerror(-m->error));
                 if (total / m->cfg.n_cpus >= m->cfg.bytes_per_cpu || t >= limit)
                         break;
         }
@@ -693,7 +683,7 @@ int synth_machine_run(SynthMachine *m, char **ret_error) {
 
                 r = synth_cpu_finish(c);
                 if (r < 0)
-                        return machine_error(r, ret_error, "CPU %u: %s", i, strerror(-r));
+                        return set_error_message(r, ret_error, "CPU %u: %s", i, strerror(-r));
                 r = synth_ring_snapshot(&c->ring, &m->snapshots[i], &m->snapshot_sizes[i]);
                 if (r < 0)
                         return r;
@@ -703,7 +693,7 @@ int synth_machine_run(SynthMachine *m, char **ret_error) {
                                           PERF_AUX_FLAG_OVERWRITE, &s));
         }
         if (m->error < 0)
-                return machine_error(m->error, ret_error, "side-band: %s", strerror(-m->error));
+                return set_error_message(m->error, ret_error, "side-band: %s", strerror(-m->error));
 
         /* Records in time order; equal times keep the order they were made in. */
         qsort(m->sbi, m->n_sbi, sizeof *m->sbi, cmp_sbi);

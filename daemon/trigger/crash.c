@@ -7,6 +7,7 @@
 
 #include "common/basic/conf-parser.h"
 #include "common/basic/json-util.h"
+#include "common/basic/strv.h"
 #include "daemon/trigger/crash.h"
 
 void trigger_crash_done(TriggerCrash *c) {
@@ -22,20 +23,6 @@ const char *trigger_signal_name(int sig, char buf[static 16]) {
         else
                 snprintf(buf, 16, "SIG%d", sig);
         return buf;
-}
-
-static int add(char ***l, const char *fmt, ...) _printf_(2, 3);
-static int add(char ***l, const char *fmt, ...) {
-        va_list ap;
-        char *s;
-        int r;
-
-        va_start(ap, fmt);
-        r = vasprintf(&s, fmt, ap);
-        va_end(ap);
-        if (r < 0)
-                return -ENOMEM;
-        return strv_consume(l, s);
 }
 
 int trigger_crash_journal_fields(const TriggerCrash *c, const char *trigger, const char *bundle_path,
@@ -54,39 +41,39 @@ int trigger_crash_journal_fields(const TriggerCrash *c, const char *trigger, con
         if (!comm[0])
                 memcpy(comm, thread, sizeof comm);
 
-        r = add(&l, "TRIGGER=%s", trigger);
+        r = strv_extendf(&l, "TRIGGER=%s", trigger);
         if (r >= 0)
-                r = add(&l, "COREDUMP_PID=%" PRIu32, e->pid);
+                r = strv_extendf(&l, "COREDUMP_PID=%" PRIu32, e->pid);
         if (r >= 0)
-                r = add(&l, "COREDUMP_TID=%" PRIu32, e->tid);
+                r = strv_extendf(&l, "COREDUMP_TID=%" PRIu32, e->tid);
         if (r >= 0)
-                r = add(&l, "COREDUMP_UID=%" PRIu32, e->uid);
+                r = strv_extendf(&l, "COREDUMP_UID=%" PRIu32, e->uid);
         if (r >= 0)
-                r = add(&l, "COREDUMP_GID=%" PRIu32, e->gid);
+                r = strv_extendf(&l, "COREDUMP_GID=%" PRIu32, e->gid);
         if (r >= 0)
-                r = add(&l, "COREDUMP_SIGNAL=%" PRIi64, (int64_t) e->value);
+                r = strv_extendf(&l, "COREDUMP_SIGNAL=%" PRIi64, (int64_t)e->value);
         if (r >= 0)
-                r = add(&l, "COREDUMP_SIGNAL_NAME=%s", trigger_signal_name((int) e->value, sig));
+                r = strv_extendf(&l, "COREDUMP_SIGNAL_NAME=%s", trigger_signal_name((int)e->value, sig));
         if (r >= 0)
-                r = add(&l, "COREDUMP_TIMESTAMP=%" PRIu64, (uint64_t) c->realtime);
+                r = strv_extendf(&l, "COREDUMP_TIMESTAMP=%" PRIu64, (uint64_t)c->realtime);
         if (r >= 0)
-                r = add(&l, "COREDUMP_COMM=%s", comm);
+                r = strv_extendf(&l, "COREDUMP_COMM=%s", comm);
         if (r >= 0)
-                r = add(&l, "COREDUMP_THREAD_NAME=%s", thread);
+                r = strv_extendf(&l, "COREDUMP_THREAD_NAME=%s", thread);
         if (r >= 0 && c->exe)
-                r = add(&l, "COREDUMP_EXE=%s", c->exe);
+                r = strv_extendf(&l, "COREDUMP_EXE=%s", c->exe);
         if (r >= 0 && c->cgroup)
-                r = add(&l, "COREDUMP_CGROUP=%s", c->cgroup);
+                r = strv_extendf(&l, "COREDUMP_CGROUP=%s", c->cgroup);
         if (r >= 0)
-                r = add(&l, "CRASH_SI_CODE=%" PRIi64, (int64_t) e->value2);
+                r = strv_extendf(&l, "CRASH_SI_CODE=%" PRIi64, (int64_t)e->value2);
         if (r >= 0)
-                r = add(&l, "CRASH_FAULT_ADDRESS=0x%016" PRIx64, (uint64_t) e->addr);
+                r = strv_extendf(&l, "CRASH_FAULT_ADDRESS=0x%016" PRIx64, (uint64_t)e->addr);
         if (r >= 0 && bundle_path)
-                r = add(&l, "BUNDLE_PATH=%s", bundle_path);
+                r = strv_extendf(&l, "BUNDLE_PATH=%s", bundle_path);
         if (r >= 0 && bundle_id)
-                r = add(&l, "BUNDLE_ID=%s", bundle_id);
+                r = strv_extendf(&l, "BUNDLE_ID=%s", bundle_id);
         if (r >= 0 && error)
-                r = add(&l, "SNAPSHOT_ERROR=%s", error);
+                r = strv_extendf(&l, "SNAPSHOT_ERROR=%s", error);
         if (r < 0)
                 return r;
         *ret = TAKE_PTR(l);

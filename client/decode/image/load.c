@@ -13,11 +13,12 @@
 #include <sys/stat.h>
 
 #include "client/decode/image/internal.h"
+#include "common/basic/strv.h"
 
 #define MAX_SEGMENTS 256
 
 /* A note for the user about an image that cannot be used. */
-#define add_note(im, ...) decode_strv_printf(&(im)->notes, __VA_ARGS__)
+#define add_note(im, ...) strv_extendf(&(im)->notes, __VA_ARGS__)
 
 DecodeImages *decode_images_free(DecodeImages *im) {
         void *v;

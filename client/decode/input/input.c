@@ -9,6 +9,7 @@
 #include "client/decode/util.h"
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
+#include "common/basic/strv.h"
 
 int decode_input_new(const char *description, DecodeInput **ret) {
         DecodeInput *in;
@@ -339,7 +340,7 @@ int decode_input_add_note(DecodeInput *in, const char *fmt, ...) {
         int r;
 
         va_start(ap, fmt);
-        r = decode_strv_vprintf(&in->notes, fmt, ap);
+        r = strv_extendfv(&in->notes, fmt, ap);
         va_end(ap);
         return r;
 }

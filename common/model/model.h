@@ -44,8 +44,10 @@
  *  - EXIT ends a thread; a process ends when its last thread does (a
  *    leader calling pthread_exit() does not end the process: the kernel
  *    keeps the address space while any thread runs, and perf keeps
- *    decoding the other threads). EXIT of a leader the model has no thread
- *    for ends the process.
+ *    decoding the other threads: machine__process_exit_event() in
+ *    tools/perf/util/machine.c only marks or drops the exiting thread,
+ *    whose maps the group shares). EXIT of a leader the model has no
+ *    thread for ends the process.
  *  - pid 0 (the idle tasks) and pid -1 (the kernel's own mappings) are no
  *    process.
  *  - kthreadd names its children inside copy_process() and no COMM record

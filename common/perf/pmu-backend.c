@@ -30,6 +30,11 @@ static int kernel_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned l
         return RET_NERRNO(ioctl(fd, request, arg));
 }
 
+static ssize_t kernel_read(PmuBackend *b, int fd, void *buf, size_t size) {
+        ssize_t n = read(fd, buf, size);
+        return n < 0 ? negative_errno() : n;
+}
+
 static int kernel_close(PmuBackend *b, int fd) {
         return RET_NERRNO(close(fd));
 }
@@ -44,6 +49,7 @@ static const PmuBackendOps kernel_ops = {
         .mmap = kernel_mmap,
         .munmap = kernel_munmap,
         .ioctl = kernel_ioctl,
+        .read = kernel_read,
         .close = kernel_close,
         .free = kernel_free,
 };

@@ -19,6 +19,10 @@
  *    metadata page beforehand, PROT_READ only meaning snapshot/overwrite
  *    mode. Returns the address in *ret.
  *  - ioctl supports PERF_EVENT_IOC_ENABLE, _DISABLE, _SET_FILTER, _ID.
+ *  - read gives what read(2) of the event gives for its attr.read_format
+ *    (no groups): the count, then time_enabled, time_running and the id
+ *    where asked for. The recorder reads TOTAL_TIME_RUNNING to tell a live
+ *    event from one the kernel detached (CPU hotplug, suspend).
  *  - sysfs_root is where bus/event_source/devices/<pmu>/ and
  *    devices/system/cpu/online live ("/sys" for the kernel).
  */
@@ -45,6 +49,7 @@ typedef struct PmuBackendOps {
         int (*mmap)(PmuBackend *b, int fd, size_t length, int prot, off_t offset, void **ret);
         int (*munmap)(PmuBackend *b, int fd, void *addr, size_t length);
         int (*ioctl)(PmuBackend *b, int fd, unsigned long request, unsigned long arg);
+        ssize_t (*read)(PmuBackend *b, int fd, void *buf, size_t size);
         int (*close)(PmuBackend *b, int fd);
         void (*free)(PmuBackend *b);
 } PmuBackendOps;
@@ -76,6 +81,9 @@ static inline int pmu_backend_munmap(PmuBackend *b, int fd, void *addr, size_t l
 }
 static inline int pmu_backend_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long arg) {
         return b->ops->ioctl(b, fd, request, arg);
+}
+static inline ssize_t pmu_backend_read(PmuBackend *b, int fd, void *buf, size_t size) {
+        return b->ops->read(b, fd, buf, size);
 }
 static inline int pmu_backend_close(PmuBackend *b, int fd) {
         return b->ops->close(b, fd);

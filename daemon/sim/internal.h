@@ -4,7 +4,8 @@
 /* The emulated PMU's state, shared by its modules: pmu-sim.c (the backend
  * operations and the public API), ring.c (the data ring and the records
  * the kernel writes into it), producer.c (trace production into the AUX
- * area), validate.c (what the driver refuses at perf_event_open). */
+ * area), validate.c (what the driver refuses at perf_event_open),
+ * hotplug.c (what a CPU going offline does to its events). */
 
 #include <pthread.h>
 
@@ -62,6 +63,10 @@ typedef struct SimEvent {
         bool itrace_logged;
         bool quit;
         int produce_error;
+        /* Its CPU went offline: the kernel took it out of the CPU's context
+         * for good (hotplug.c). CLOCK_MONOTONIC times for read(). */
+        bool detached;
+        uint64_t opened_at, detached_at;
 
         /* keep_truth: the last `aux_size` bytes produced, linear, and the
          * snapshot of them taken at the last DISABLE. Taking it is a copy of
@@ -75,6 +80,14 @@ typedef struct SimEvent {
         bool truth_due;
 } SimEvent;
 
+/* A tracking event on a CPU this machine has, opened on the real kernel:
+ * the emulated hotplug detaches it too (hotplug.c). */
+typedef struct SimRealEvent {
+        int fd;
+        unsigned cpu;
+        bool detached;
+} SimRealEvent;
+
 struct PmuSim {
         PmuBackend backend;
         PmuSimOptions opts;
@@ -85,6 +98,8 @@ struct PmuSim {
         size_t n_by_fd;
         bool *online;
         bool *real_cpu; /* CPUs that exist on this machine: side-band goes to the kernel */
+        SimRealEvent *real_events;
+        size_t n_real_events;
         uint64_t next_id;
 };
 
@@ -96,6 +111,15 @@ void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t fl
 /* producer.c */
 void sim_take_truth(SimEvent *e);
 void *sim_producer(void *userdata);
+
+/* hotplug.c: the real events' table takes s->lock itself. */
+int sim_real_track(PmuSim *s, int fd, unsigned cpu);
+void sim_real_forget(PmuSim *s, int fd);
+int sim_real_ioctl(PmuSim *s, int fd, unsigned long request, unsigned long arg);
+/* Called with s->lock held: detach the CPU's real events. */
+void sim_real_detach_cpu(PmuSim *s, unsigned cpu);
+/* The read of an emulated event (takes e->lock). */
+ssize_t sim_event_read(SimEvent *e, void *buf, size_t size);
 
 /* validate.c */
 int sim_validate_pt_attr(PmuSim *s, const struct perf_event_attr *a, pid_t pid, int cpu);

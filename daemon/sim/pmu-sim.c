@@ -91,7 +91,14 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 a.use_clockid = 1;
                 a.clockid = CLOCK_MONOTONIC;
                 fd = sys_perf_event_open(&a, pid, cpu, group_fd, flags | PERF_FLAG_FD_CLOEXEC);
-                return fd < 0 ? negative_errno() : fd;
+                if (fd < 0)
+                        return negative_errno();
+                /* The emulated hotplug detaches it too (hotplug.c). */
+                if (cpu >= 0 && (unsigned) cpu < s->opts.n_cpus && sim_real_track(s, fd, (unsigned) cpu) < 0) {
+                        safe_close(fd);
+                        return -ENOMEM;
+                }
+                return fd;
         }
 
         pthread_mutex_lock(&s->lock);
@@ -100,8 +107,11 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 if (r < 0)
                         goto unlock;
                 for (size_t i = 0; i < s->n_events; i++)
-                        if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == (unsigned) cpu) {
-                                r = -EBUSY; /* the PMU is exclusive per CPU */
+                        if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == (unsigned) cpu &&
+                            !s->events[i]->detached) {
+                                /* The PMU is exclusive per CPU; an event a hotplug
+                                 * detached is in no context (hotplug.c). */
+                                r = -EBUSY;
                                 goto unlock;
                         }
         }
@@ -124,6 +134,7 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 .attr = *attr,
                 .ring_memfd = -EBADF,
                 .aux_memfd = -EBADF,
+                .opened_at = now_nsec(CLOCK_MONOTONIC),
         };
         /* Adaptive: a DISABLE that finds the producer mid-piece spins for
          * the few hundred nanoseconds the piece takes instead of sleeping
@@ -271,7 +282,7 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
 
 static int sim_enable(SimEvent *e, bool on) {
         pthread_mutex_lock(&e->lock);
-        if (on && !e->enabled) {
+        if (on && !e->enabled && !e->detached) { /* detached: hotplug.c */
                 e->enabled = true;
                 e->started = true;
                 if (e->kind == SIM_EVENT_PT && e->meta && !e->itrace_logged) {
@@ -302,7 +313,7 @@ static int sim_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long
         e = sim_find(s, fd);
         pthread_mutex_unlock(&s->lock);
         if (!e)
-                return RET_NERRNO(ioctl(fd, request, arg));
+                return sim_real_ioctl(s, fd, request, arg);
 
         switch (request) {
         case PERF_EVENT_IOC_ENABLE:
@@ -334,6 +345,20 @@ static int sim_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long
         default:
                 return -ENOTTY;
         }
+}
+
+static ssize_t sim_read(PmuBackend *b, int fd, void *buf, size_t size) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+        ssize_t n;
+
+        pthread_mutex_lock(&s->lock);
+        e = sim_find(s, fd);
+        pthread_mutex_unlock(&s->lock);
+        if (e)
+                return sim_event_read(e, buf, size);
+        n = read(fd, buf, size);
+        return n < 0 ? negative_errno() : n;
 }
 
 static void sim_event_free(SimEvent *e) {
@@ -370,8 +395,10 @@ static int sim_close(PmuBackend *b, int fd) {
                         break;
                 }
         pthread_mutex_unlock(&s->lock);
-        if (!e)
+        if (!e) {
+                sim_real_forget(s, fd);
                 return RET_NERRNO(close(fd));
+        }
         sim_event_free(e);
         return 0;
 }
@@ -390,6 +417,7 @@ static void sim_free(PmuBackend *b) {
         free(b->sysfs_root);
         free(s->online);
         free(s->real_cpu);
+        free(s->real_events);
         pthread_mutex_destroy(&s->lock);
         free(s);
 }
@@ -399,6 +427,7 @@ static const PmuBackendOps sim_ops = {
         .mmap = sim_mmap,
         .munmap = sim_munmap,
         .ioctl = sim_ioctl,
+        .read = sim_read,
         .close = sim_close,
         .free = sim_free,
 };
@@ -461,23 +490,37 @@ int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online) {
         pthread_mutex_lock(&s->lock);
         s->online[cpu] = online;
         r = sim_write_online(s);
-        /* Events of an offline CPU stop producing (the kernel also stops
-         * them; the recorder sees the CPU gone from sysfs and closes). */
-        for (size_t i = 0; i < s->n_events; i++)
-                if (s->events[i]->cpu == cpu) {
-                        pthread_mutex_lock(&s->events[i]->lock);
-                        pthread_cond_broadcast(&s->events[i]->cond);
-                        pthread_mutex_unlock(&s->events[i]->lock);
-                }
+        /* Going offline detaches the CPU's events for good, as
+         * perf_event_exit_cpu_context() does (hotplug.c): each stops as at a
+         * DISABLE (pt_event_stop() publishes aux_head and logs the AUX
+         * record) and no ENABLE runs it again. Coming back online revives
+         * nothing: perf_event_init_cpu() only marks the context online. */
+        for (size_t i = 0; i < s->n_events && !online; i++) {
+                SimEvent *e = s->events[i];
+
+                if (e->cpu != cpu || e->detached)
+                        continue;
+                pthread_mutex_lock(&e->lock);
+                e->detached = true;
+                e->detached_at = now_nsec(CLOCK_MONOTONIC);
+                pthread_mutex_unlock(&e->lock);
+                (void) sim_enable(e, false);
+        }
+        if (!online)
+                sim_real_detach_cpu(s, cpu);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
 
 static SimEvent *sim_pt_event(PmuSim *s, unsigned cpu) {
+        SimEvent *found = NULL;
+
+        /* The live one, when a detached one is still open (hotplug.c). */
         for (size_t i = 0; i < s->n_events; i++)
-                if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == cpu)
-                        return s->events[i];
-        return NULL;
+                if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == cpu &&
+                    (!found || found->detached))
+                        found = s->events[i];
+        return found;
 }
 
 int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_size, uint64_t *ret_total) {

@@ -10,7 +10,8 @@
  *  - perf_event_open of the intel_pt type: one event per CPU, CPU-wide
  *    only; config validated against the caps like the driver does (EINVAL);
  *    a second intel_pt event on a CPU gets EBUSY (the PMU is exclusive);
- *    an offline CPU gets ENODEV.
+ *    an offline CPU gets ENODEV; a CPU going offline detaches its events
+ *    for good (pmu_sim_set_cpu_online()).
  *  - mmap: the metadata page + data ring, then the AUX area at the
  *    aux_offset/aux_size written into the metadata page. AUX mapped
  *    PROT_READ is overwrite (snapshot) mode: the producer writes around the
@@ -79,10 +80,15 @@ typedef struct PmuSimOptions {
 
 int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret);
 
-/* CPU hotplug: takes the CPU on/offline in the emulated sysfs; events on a
- * CPU going offline stop producing, like the kernel's. For tests: the
- * recorder's hotplug handling is driven with it (test-recorder,
- * test-pmu-sim); ptraced's emulated machine never changes its CPUs. */
+/* CPU hotplug: takes the CPU on/offline in the emulated sysfs. A CPU going
+ * offline detaches its events for good, as the kernel's
+ * perf_event_exit_cpu_context() does (daemon/sim/hotplug.c): intel_pt stops
+ * as at a DISABLE, tracking events (emulated ones, and the real kernel's
+ * on CPUs this machine has) stop writing, ENABLE runs none of them again,
+ * read() shows their times frozen; coming back online revives nothing, a
+ * new perf_event_open is needed. For tests: the recorder's hotplug
+ * handling is driven with it (test-recorder, test-pmu-sim, test-manager);
+ * ptraced's emulated machine never changes its CPUs. */
 int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online);
 
 /* The emulated TSC now, and its conversion to perf (CLOCK_MONOTONIC) time. */

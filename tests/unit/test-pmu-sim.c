@@ -287,6 +287,122 @@ static void test_hotplug(void) {
         close_ev(b, &ev2);
 }
 
+/* read() of an event with TOTAL_TIME_ENABLED|RUNNING: the running time. */
+static uint64_t time_running(PmuBackend *b, int fd) {
+        uint64_t v[3] = {};
+
+        ASSERT_EQ(pmu_backend_read(b, fd, v, sizeof v), (ssize_t) sizeof v);
+        ASSERT_TRUE(v[2] <= v[1]);
+        return v[2];
+}
+
+static int open_tracking(PmuBackend *b, int cpu, void **ret_ring, PerfRing *ret_pr) {
+        TrackingFeatures f = {};
+        struct perf_event_attr a;
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        int fd;
+
+        f.supported[TRACKING_CONTEXT_SWITCH] = true;
+        perf_attr_tracking(&f, 0, &a);
+        a.read_format = PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING;
+        fd = pmu_backend_event_open(b, &a, -1, cpu, -1, 0);
+        if (fd < 0)
+                return fd;
+        ASSERT_OK(pmu_backend_mmap(b, fd, page * 3, PROT_READ | PROT_WRITE, 0, ret_ring));
+        ASSERT_OK(perf_ring_init(ret_pr, *ret_ring, page * 3, page));
+        ASSERT_OK(pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_ENABLE, 0));
+        return fd;
+}
+
+/* The kernel's perf_event_exit_cpu_context() (kernel/events/core.c):
+ * __perf_event_exit_context() takes every event of a CPU going offline out
+ * of its context (__perf_remove_from_context(), DETACH_GROUP; list_del_event()
+ * sets PERF_EVENT_STATE_OFF) and nothing puts it back when the CPU returns;
+ * _perf_event_enable() then leaves it on no list ctx_sched_in() walks. The
+ * fd stays valid. So: intel_pt stops as at a DISABLE (aux_head published,
+ * an AUX record), never produces again, ENABLE is a no-op that succeeds,
+ * read() shows time_running frozen; the CPU's tracking events stop too;
+ * a new open on the CPU works beside the dead fd. */
+static void test_hotplug_detaches(void) {
+        _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(3, 8 << 20);
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        PerfRecord recs[8];
+        PerfRing sb_pr, real_pr;
+        void *sb_ring, *real_ring = NULL;
+        int sb_fd, real_fd = -1;
+        Ev ev, ev2;
+
+        ASSERT_OK(open_pt(b, 2, "intel_pt//", &ev, 65536));
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        sb_fd = open_tracking(b, 2, &sb_ring, &sb_pr);
+        ASSERT_OK(sb_fd);
+        /* CPU 1 exists here: its tracking event is the kernel's (root only). */
+        if (geteuid() == 0) {
+                real_fd = open_tracking(b, 1, &real_ring, &real_pr);
+                ASSERT_OK(real_fd);
+        }
+        wait_for_bytes(b, 2, 1000);
+        (void) read_records(&ev, recs, 8); /* ITRACE_START */
+        uint64_t sb_before = time_running(b, sb_fd);
+        (void) poll(NULL, 0, 5);
+        ASSERT_TRUE(time_running(b, sb_fd) > sb_before);
+
+        /* Offline and back within a few milliseconds. */
+        ASSERT_OK(pmu_sim_set_cpu_online(b, 2, false));
+        if (real_fd >= 0)
+                ASSERT_OK(pmu_sim_set_cpu_online(b, 1, false));
+        uint64_t produced = pmu_sim_bytes_produced(b, 2);
+        /* pt_event_stop() at the detach: aux_head published, AUX logged. */
+        ASSERT_EQ(read_records(&ev, recs, 8), 1);
+        ASSERT_EQ(recs[0].type, PERF_RECORD_AUX);
+        ASSERT_EQ_U64(recs[0].aux.aux_offset,
+                      ring_load_acquire(&((struct perf_event_mmap_page *) ev.ring)->aux_head));
+        ASSERT_OK(pmu_sim_set_cpu_online(b, 2, true));
+        if (real_fd >= 0)
+                ASSERT_OK(pmu_sim_set_cpu_online(b, 1, true));
+
+        /* ENABLE succeeds and runs nothing; times stay frozen. */
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        ASSERT_OK(pmu_backend_ioctl(b, sb_fd, PERF_EVENT_IOC_ENABLE, 0));
+        uint64_t sb_frozen = time_running(b, sb_fd);
+        uint64_t real_frozen = real_fd >= 0 ? time_running(b, real_fd) : 0;
+        if (real_fd >= 0)
+                ASSERT_OK(pmu_backend_ioctl(b, real_fd, PERF_EVENT_IOC_ENABLE, 0));
+        (void) poll(NULL, 0, 30);
+        ASSERT_EQ_U64(pmu_sim_bytes_produced(b, 2), produced);
+        ASSERT_EQ_U64(time_running(b, sb_fd), sb_frozen);
+        if (real_fd >= 0)
+                ASSERT_EQ_U64(time_running(b, real_fd), real_frozen);
+        ASSERT_EQ(read_records(&ev, recs, 8), 0);
+
+        /* Its side-band is dead: what the source injects reaches no ring. */
+        _cleanup_buffer_ Buffer rb = BUFFER_NULL;
+        PerfSampleId sid = { .pid = 5, .tid = 5, .time = 1, .cpu = 2, .sample_type = PTRACED_SAMPLE_TYPE };
+        const void *rec;
+        size_t size;
+        ASSERT_OK(perf_record_append_comm(&rb, true, 5, 5, "synthetic", &sid));
+        ASSERT_OK(pmu_sim_inject_sideband(b, 2, rb.data, rb.size));
+        perf_ring_begin(&sb_pr);
+        ASSERT_EQ(perf_ring_next(&sb_pr, &rec, &size), 0);
+        perf_ring_end(&sb_pr);
+
+        /* Fresh events are what records again, beside the dead fds. */
+        ASSERT_OK(open_pt(b, 2, "intel_pt//", &ev2, 65536));
+        ASSERT_OK(pmu_backend_ioctl(b, ev2.fd, PERF_EVENT_IOC_ENABLE, 0));
+        wait_for_bytes(b, 2, produced + 1000);
+        close_ev(b, &ev2);
+
+        close_ev(b, &ev);
+        perf_ring_done(&sb_pr);
+        ASSERT_OK(pmu_backend_munmap(b, sb_fd, sb_ring, page * 3));
+        ASSERT_OK(pmu_backend_close(b, sb_fd));
+        if (real_fd >= 0) {
+                perf_ring_done(&real_pr);
+                ASSERT_OK(pmu_backend_munmap(b, real_fd, real_ring, page * 3));
+                ASSERT_OK(pmu_backend_close(b, real_fd));
+        }
+}
+
 /* Tracking events: real ones on CPUs this machine has (on the emulated
  * TSC's clock), emulated ones beyond, fed by the source. */
 static void test_sideband(void) {
@@ -350,4 +466,4 @@ static void test_tsc(void) {
 }
 
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
-          TEST(test_sideband), TEST(test_tsc));
+          TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_tsc));

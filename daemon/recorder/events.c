@@ -213,6 +213,7 @@ static int cpu_open_sideband(Recorder *r, RecorderCpu *c) {
 
         /* Wake the event loop at a quarter of the ring. */
         perf_attr_tracking(&r->tracking, (uint32_t) (r->opts.sideband_size / 4), &attr);
+        attr.read_format = RECORDER_SB_READ_FORMAT;
         fd = pmu_backend_event_open(b, &attr, -1, (int) c->cpu, -1, 0);
         if (fd == -ENODEV || fd == -ENXIO) {
                 c->state = RECORDER_CPU_OFFLINE;
@@ -270,4 +271,5 @@ int recorder_cpu_open(Recorder *r, RecorderCpu *c, nsec_t now) {
 void recorder_cpu_close(Recorder *r, RecorderCpu *c) {
         recorder_cpu_close_pt(r, c);
         cpu_close_sideband(r, c);
+        c->sb_running_valid = false;
 }

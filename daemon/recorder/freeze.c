@@ -188,7 +188,11 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 if (c->state != RECORDER_CPU_RECORDING || !c->copy)
                         continue;
                 sc = &s->cpus[s->n_cpus];
-                *sc = (SnapshotCpu){ .cpu = c->cpu };
+                *sc = (SnapshotCpu){
+                        .cpu = c->cpu,
+                        .restarts = c->restarts,
+                        .restarted_time = c->restarted_time,
+                };
                 k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_DISABLE, 0);
                 sc->disabled_at = now_nsec(CLOCK_MONOTONIC);
                 job = (CopyJob){ .cpu = (unsigned) i, .slot = (unsigned) s->n_cpus };

@@ -5,7 +5,8 @@
  * What the recorder's files share: the per-CPU state and the Recorder.
  * recorder.c is the lifecycle, the CPU set, side-band draining and rate
  * measurement; events.c opens and closes each CPU's two perf events;
- * freeze.c is the snapshot path (freeze, copy pool, collect, replenish).
+ * freeze.c is the snapshot path (freeze, copy pool, collect, replenish);
+ * hotplug.c tells when a CPU's events must be reopened.
  */
 
 #include <pthread.h>
@@ -54,6 +55,18 @@ typedef struct RecorderCpu {
         nsec_t rate_at;
         bool rate_valid;
         uint64_t rate;
+
+        /* Hotplug and resume (hotplug.c). A CPU that went offline lost its
+         * events for good (the kernel's perf_event_exit_cpu_context()):
+         * reopening them restarts its trace, and what it held is gone. */
+        bool recorded;         /* has recorded since the recorder started */
+        bool restart_due;      /* told of an offline/online transition */
+        unsigned restarts;     /* times its events were reopened after recording */
+        nsec_t restarted_at;   /* CLOCK_MONOTONIC of the last restart */
+        uint64_t restarted_time; /* the same in perf time, 0 unknown */
+        bool sb_running_valid; /* the tracking event's time_running at the last check */
+        uint64_t sb_running;
+        nsec_t sb_checked_at;
 } RecorderCpu;
 
 struct Recorder {
@@ -96,6 +109,17 @@ int recorder_cpu_open(Recorder *r, RecorderCpu *c, nsec_t now);
 int recorder_cpu_open_pt(Recorder *r, RecorderCpu *c, nsec_t now);
 void recorder_cpu_close_pt(Recorder *r, RecorderCpu *c);
 void recorder_cpu_close(Recorder *r, RecorderCpu *c);
+/* The attr.read_format of tracking events: hotplug.c reads their times. */
+#define RECORDER_SB_READ_FORMAT (PERF_FORMAT_TOTAL_TIME_ENABLED | PERF_FORMAT_TOTAL_TIME_RUNNING)
+
+/* hotplug.c */
+/* Whether the kernel detached the CPU's events behind our back: its
+ * tracking event's time_running stopped advancing. */
+bool recorder_cpu_detached(Recorder *r, RecorderCpu *c, nsec_t now);
+/* Close the events of a recording CPU that must be reopened. */
+void recorder_cpu_drop(Recorder *r, RecorderCpu *c);
+/* After a successful open: counts a restart when the CPU recorded before. */
+void recorder_cpu_opened(Recorder *r, RecorderCpu *c, nsec_t now);
 
 /* freeze.c: the loop of each copy thread. */
 void *recorder_copy_thread(void *userdata);

@@ -126,6 +126,7 @@ int recorder_sync_cpus(Recorder *r, nsec_t now) {
                 bool on = i < n_online && online[i];
 
                 if (!on) {
+                        c->restart_due = false;
                         if (c->state != RECORDER_CPU_OFFLINE) {
                                 recorder_cpu_close(r, c);
                                 c->state = RECORDER_CPU_OFFLINE;
@@ -135,13 +136,22 @@ int recorder_sync_cpus(Recorder *r, nsec_t now) {
                         }
                         continue;
                 }
+                /* Away and back since we looked: its events are dead. */
+                RecorderCpuState before = c->state;
+                bool dropped = false;
+                if (c->state != RECORDER_CPU_OFFLINE && (c->restart_due || recorder_cpu_detached(r, c, now))) {
+                        recorder_cpu_drop(r, c);
+                        dropped = true;
+                }
+                c->restart_due = false;
                 if (c->state == RECORDER_CPU_OFFLINE ||
                     (c->state == RECORDER_CPU_RETRY && now >= c->retry_at)) {
-                        RecorderCpuState before = c->state;
                         (void) recorder_cpu_open(r, c, now);
-                        if (c->state != before)
-                                changed++;
+                        if (c->state == RECORDER_CPU_RECORDING)
+                                recorder_cpu_opened(r, c, now);
                 }
+                if (dropped || c->state != before)
+                        changed++;
         }
         return changed;
 }
@@ -307,6 +317,9 @@ int recorder_cpu_info(Recorder *r, size_t i, RecorderCpuInfo *ret) {
                 .rate = c->rate,
                 .wrapped = c->wrapped,
                 .retry_at = c->retry_at,
+                .restarts = c->restarts,
+                .restarted_at = c->restarted_at,
+                .restarted_time = c->restarted_time,
         };
         return 0;
 }

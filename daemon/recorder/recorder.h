@@ -22,6 +22,8 @@
  * recorder_collect() hands over the result.
  */
 
+#include <limits.h>
+
 #include "common/basic/macro.h"
 #include "common/basic/time-util.h"
 #include "common/perf/pmu-backend.h"
@@ -64,6 +66,11 @@ typedef struct SnapshotCpu {
         nsec_t disabled_at; /* CLOCK_MONOTONIC */
         nsec_t enabled_at;
         uint64_t pt_id;     /* the intel_pt event's id, as in its AUX records */
+        /* Times the CPU's events were reopened after a hotplug or resume,
+         * and when the last time was (perf time, 0 unknown): its trace
+         * before that is gone. */
+        unsigned restarts;
+        uint64_t restarted_time;
 } SnapshotCpu;
 
 typedef struct RecorderSnapshot {
@@ -86,9 +93,22 @@ Recorder *recorder_free(Recorder *r);
 DEFINE_TRIVIAL_CLEANUP_FUNC(Recorder *, recorder_free);
 
 /* Follow CPU hotplug and retry busy CPUs whose backoff expired: open
- * events on CPUs that came online, close those of CPUs that went away.
- * Returns the number of CPUs whose state changed. */
+ * events on CPUs that came online, close those of CPUs that went away, and
+ * close and reopen both events of a CPU that went offline and came back
+ * since the last call (told by recorder_cpu_replugged(), or seen by its
+ * tracking event's time_running standing still: the kernel detached it).
+ * Returns the number of CPUs whose state changed or whose events were
+ * reopened (their side-band fds changed). Does nothing while freezing. */
 int recorder_sync_cpus(Recorder *r, nsec_t now);
+
+/* A CPU went offline or came online (a kernel uevent), or, with
+ * RECORDER_ALL_CPUS, the machine resumed from suspend: the kernel
+ * detached the events of every CPU that went offline
+ * (perf_event_exit_cpu_context()), and an IOC_ENABLE never runs them
+ * again. The next recorder_sync_cpus() reopens them, however short the
+ * CPU was away. */
+#define RECORDER_ALL_CPUS UINT_MAX
+void recorder_cpu_replugged(Recorder *r, unsigned cpu);
 
 /* For tests: earliest time a RETRY CPU wants another attempt (NSEC_INFINITY:
  * none); the daemon retries from its housekeeping instead. */
@@ -137,6 +157,9 @@ typedef struct RecorderCpuInfo {
         uint64_t rate;          /* measured bytes/s, 0 unknown */
         bool wrapped;
         nsec_t retry_at;
+        unsigned restarts;       /* events reopened after a hotplug or resume */
+        nsec_t restarted_at;     /* CLOCK_MONOTONIC of the last, 0 never */
+        uint64_t restarted_time; /* the same in perf time, 0 unknown */
 } RecorderCpuInfo;
 
 /* The TSC to perf time conversion the kernel publishes in the intel_pt

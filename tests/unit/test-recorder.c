@@ -161,6 +161,83 @@ static void test_hotplug(void) {
         fixture_done(&f);
 }
 
+/* A CPU offline and back within milliseconds, between two looks at sysfs:
+ * the kernel detached its events for good (perf_event_exit_cpu_context()),
+ * so the recorder must notice without being told (the tracking event's
+ * time_running stood still) and reopen both; told (a uevent, a resume),
+ * it reopens at once. Either way the CPU records again with fresh events
+ * and says its trace was restarted. CPU 1 exists on this machine: its
+ * tracking event is the kernel's (as root). */
+static void test_hotplug_fast_cycle(void) {
+        Fixture f;
+        RecorderCpuInfo info;
+        unsigned cpus[] = { 2, 1 };
+
+        fixture_init(&f, 4, 1 << 20, 16 * 1024);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 4);
+        /* No false alarm: live events are left alone. */
+        for (int i = 0; i < 3; i++) {
+                (void) poll(NULL, 0, 2);
+                ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 0);
+        }
+
+        for (size_t k = 0; k < ELEMENTSOF(cpus); k++) {
+                unsigned cpu = cpus[k];
+                nsec_t before = now_nsec(CLOCK_MONOTONIC);
+
+                if (cpu < 2 && geteuid() != 0)
+                        continue; /* the recorder's tracking event there is the kernel's: needs root */
+                ASSERT_OK(pmu_sim_set_cpu_online(f.backend, cpu, false));
+                (void) poll(NULL, 0, 5);
+                ASSERT_OK(pmu_sim_set_cpu_online(f.backend, cpu, true));
+                uint64_t produced = pmu_sim_bytes_produced(f.backend, cpu);
+
+                ASSERT_TRUE(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)) >= 1);
+                ASSERT_OK(recorder_cpu_info(f.rec, cpu, &info));
+                ASSERT_EQ(info.state, RECORDER_CPU_RECORDING);
+                ASSERT_EQ(info.restarts, 1);
+                ASSERT_TRUE(info.restarted_at >= before);
+                ASSERT_TRUE(info.restarted_time > 0);
+                ASSERT_EQ(recorder_n_recording(f.rec), 4);
+                /* Fresh events: production goes on. */
+                wait_produced(&f, cpu, produced + 1000);
+        }
+
+        /* Told of a cycle (a uevent or a resume): reopened at the next sync,
+         * before any check of the times could tell. */
+        ASSERT_OK(pmu_sim_set_cpu_online(f.backend, 2, false));
+        ASSERT_OK(pmu_sim_set_cpu_online(f.backend, 2, true));
+        recorder_cpu_replugged(f.rec, 2);
+        ASSERT_TRUE(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)) >= 1);
+        ASSERT_OK(recorder_cpu_info(f.rec, 2, &info));
+        ASSERT_EQ(info.restarts, 2);
+        ASSERT_OK(recorder_cpu_info(f.rec, 3, &info));
+        ASSERT_EQ(info.restarts, 0);
+
+        /* The snapshot has the new events' trace, and says which CPUs restarted. */
+        uint64_t p = pmu_sim_bytes_produced(f.backend, 2);
+        wait_produced(&f, 2, p + 1000);
+        _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+        ASSERT_EQ(s->n_cpus, 4);
+        check_against_truth(&f, s);
+        for (size_t i = 0; i < s->n_cpus; i++)
+                if (s->cpus[i].cpu == 2) {
+                        ASSERT_EQ(s->cpus[i].restarts, 2);
+                        ASSERT_TRUE(s->cpus[i].restarted_time > 0);
+                        ASSERT_TRUE(s->cpus[i].size > 0);
+                } else if (s->cpus[i].cpu == 3)
+                        ASSERT_EQ(s->cpus[i].restarts, 0);
+        ASSERT_OK(recorder_replenish(f.rec));
+
+        /* A resume: every CPU is reopened. */
+        recorder_cpu_replugged(f.rec, RECORDER_ALL_CPUS);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 4);
+        ASSERT_OK(recorder_cpu_info(f.rec, 3, &info));
+        ASSERT_EQ(info.restarts, 1);
+
+        fixture_done(&f);
+}
+
 /* Another intel_pt user holds CPU 1: that CPU retries with backoff, the
  * others record; once released, CPU 1 joins. */
 static void test_busy_retry(void) {
@@ -279,5 +356,5 @@ static void test_sideband_drain(void) {
         fixture_done(&f);
 }
 
-RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_busy_retry), TEST(test_rates_and_resize),
+RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle), TEST(test_busy_retry), TEST(test_rates_and_resize),
           TEST(test_sideband_drain));

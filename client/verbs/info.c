@@ -179,6 +179,23 @@ static void print_details(const struct json_object *details) {
         putchar('\n');
 }
 
+/* CPUs whose events the daemon reopened after a hotplug or a resume: what
+ * they ran before the restart is not in the bundle. */
+static void print_restarts(const BundleManifest *m) {
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                const BundleCpu *c = &m->cpus[i];
+                char t[48] = "";
+
+                if (c->restarts == 0)
+                        continue;
+                if (c->restarted_time)
+                        (void) rel_ms(t, c->restarted_time, m->trigger.perf_time);
+                printf("  CPU %" PRIu32 ": trace restarted%s%s (%" PRIu32 " time%s, after CPU hotplug or a "
+                       "resume): its trace before then is gone\n",
+                       c->cpu, t[0] ? " at " : "", t, c->restarts, c->restarts == 1 ? "" : "s");
+        }
+}
+
 static void print_cpus(const BundleManifest *m) {
         uint64_t trig = m->trigger.perf_time;
 
@@ -200,6 +217,7 @@ static void print_cpus(const BundleManifest *m) {
                 }
                 putchar('\n');
         }
+        print_restarts(m);
 }
 
 static void print_images(const BundleManifest *m) {

@@ -317,6 +317,8 @@ static int parse_cpus(Parse *p, JsonObject *root, BundleManifest *m) {
                                               "manifest: %s needs all or none of first/last tsc/time", ctx);
                 c->has_time = has[0] > 0;
                 TRY(get_u64(p, o, ctx, "blackout_ns", false, UINT64_MAX, &c->blackout_ns));
+                TRY(get_u32(p, o, ctx, "restarts", false, &c->restarts));
+                TRY(get_u64(p, o, ctx, "restarted_time", false, UINT64_MAX, &c->restarted_time));
                 TRY(get_str(p, o, ctx, "error", false, &c->error));
         }
 

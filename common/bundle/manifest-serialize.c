@@ -161,6 +161,11 @@ static int serialize_cpus(JsonObject *root, const BundleManifest *m) {
                         TRY(json_add_uint64(o, "last_time", c->last_time));
                 }
                 TRY(json_add_uint64(o, "blackout_ns", c->blackout_ns));
+                if (c->restarts > 0) {
+                        TRY(json_add_uint64(o, "restarts", c->restarts));
+                        if (c->restarted_time > 0)
+                                TRY(json_add_uint64(o, "restarted_time", c->restarted_time));
+                }
                 TRY(add_str(o, "error", c->error));
                 TRY(attach_item(cpus, &o));
         }

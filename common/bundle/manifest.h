@@ -136,6 +136,11 @@ typedef struct BundleCpu {
         uint64_t first_tsc, last_tsc;
         uint64_t first_time, last_time; /* perf time */
         uint64_t blackout_ns;           /* PT disabled for the copy */
+        /* Times its events were reopened after the CPU went offline and came
+         * back, or after a resume (0: never), and when the last was (perf
+         * time, 0 unknown): its trace from before then is gone. */
+        uint32_t restarts;
+        uint64_t restarted_time;
         char *error;                    /* why this CPU has no or partial data, or NULL */
 } BundleCpu;
 

@@ -65,6 +65,8 @@ static int describe_cpus(DumpJob *j) {
                 bc->buffer_size = sc->aux_size;
                 bc->wrapped = sc->wrapped;
                 bc->blackout_ns = sc->enabled_at > sc->disabled_at ? sc->enabled_at - sc->disabled_at : 0;
+                bc->restarts = sc->restarts;
+                bc->restarted_time = sc->restarted_time;
                 if (sc->error < 0) {
                         bc->lost = true;
                         if (asprintf(&bc->error, "could not be frozen or copied: %s", strerror(-sc->error)) < 0)

@@ -56,6 +56,11 @@ static int write_one(const char *dir, const char *file, const char *reason, cons
                         return -ENOMEM;
                 c->bytes = sizeof trace;
                 c->lost = kind == 1;
+                if (kind == 1 && cpu == 1) {
+                        /* Its events were reopened twice, the last 10 ms before the trigger. */
+                        c->restarts = 2;
+                        c->restarted_time = 4990000000ULL;
+                }
         }
         bundle_manifest_compute_window(m);
 

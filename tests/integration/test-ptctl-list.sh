@@ -83,6 +83,11 @@ has "State: present"
 has "Trigger: latency (source varlink)"
 has "no kernel image: /proc/kcore does not exist"
 has "Window:"
+hasnt "trace restarted"
+# A CPU whose events were reopened (hotplug, resume): its trace before is gone.
+run 0 "$ptctl" info "$dir/b.tar"
+has "CPU 1: trace restarted at -10.000 ms (2 times, after CPU hotplug or a resume): its trace before then is gone"
+hasnt "CPU 0: trace restarted"
 run 0 "$ptctl" info --directory "$dir" a
 has "ID: $ida"
 run 0 "$ptctl" info --directory "$dir" "${ida:0:8}" --verify

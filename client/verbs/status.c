@@ -54,6 +54,25 @@ static void print_text_field(const char *name, const char *value) {
         putchar('\n');
 }
 
+/* CPUs whose events were reopened after a hotplug or a resume: their trace
+ * from before then is gone. */
+static void print_restarts(struct json_object *s) {
+        struct json_object *list;
+        char t[FORMAT_TIMESTAMP_MAX];
+
+        if (!json_object_object_get_ex(s, "cpu_restarts", &list) || !json_object_is_type(list, json_type_array))
+                return;
+        for (size_t i = 0; i < json_object_array_length(list); i++) {
+                struct json_object *e = json_object_array_get_idx(list, i);
+                int64_t count = ptctl_json_int(e, "count", 0);
+
+                field("Restarted", "CPU %" PRIi64 ": %" PRIi64 " time%s, last %s (hotplug or resume: its trace "
+                                   "before then is gone)",
+                      ptctl_json_int(e, "cpu", -1), count, count == 1 ? "" : "s",
+                      format_timestamp(t, sizeof t, (usec_t) MAX(ptctl_json_int(e, "time_usec", 0), (int64_t) 0)));
+        }
+}
+
 static void print_human(struct json_object *s) {
         char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], c[FORMAT_BYTES_MAX], t[FORMAT_TIMESPAN_MAX];
         const char *state = ptctl_json_string(s, "state") ?: "unknown";
@@ -71,6 +90,7 @@ static void print_human(struct json_object *s) {
                 print_text_field("Status", status);
         print_text_field("Source", ptctl_json_string(s, "source") ?: "unknown");
         field("CPUs", "%" PRIi64 " of %" PRIi64 " recording", rec, total);
+        print_restarts(s);
         field("Buffers", "%s trace + %s side-band per CPU (MemoryMax %s)",
               format_bytes(a, sizeof a, (uint64_t) MAX(ptctl_json_int(s, "buffer_size", 0), (int64_t) 0)),
               format_bytes(b, sizeof b, (uint64_t) MAX(ptctl_json_int(s, "sideband_buffer_size", 0), (int64_t) 0)),

@@ -76,6 +76,28 @@ static bool endswith_tar(const char *s) {
 
 /* ---- Status ---- */
 
+static int add_cpu_restarts(struct json_object *o, const SnapshotStats *st) {
+        struct json_object *list = json_object_new_array();
+
+        if (!list || json_object_object_add(o, "cpu_restarts", list) < 0) {
+                json_object_put(list);
+                return -ENOMEM;
+        }
+        for (size_t i = 0; i < st->n_cpu_restarts; i++) {
+                const SnapshotCpuRestart *r = &st->cpu_restarts[i];
+                struct json_object *e = json_object_new_object();
+
+                if (!e || json_object_array_add(list, e) < 0) {
+                        json_object_put(e);
+                        return -ENOMEM;
+                }
+                if (json_add_u64(e, "cpu", r->cpu) < 0 || json_add_u64(e, "count", r->count) < 0 ||
+                    json_add_u64(e, "time_usec", r->realtime_usec) < 0)
+                        return -ENOMEM;
+        }
+        return 0;
+}
+
 static int method_status(ControlContext *s, const ControlCall *call, ControlReply *reply) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
         const TriggerGovernorState *gs;
@@ -104,6 +126,7 @@ static int method_status(ControlContext *s, const ControlCall *call, ControlRepl
         TRY(json_add_bool(o, "simulated", st.simulated));
         TRY(json_add_u64(o, "cpus_recording", st.cpus_recording));
         TRY(json_add_u64(o, "cpus_total", st.cpus_total));
+        TRY(add_cpu_restarts(o, &st));
         TRY(json_add_u64(o, "buffer_size", st.aux_size));
         TRY(json_add_u64(o, "sideband_buffer_size", s->sideband_buffer_size));
         TRY(json_add_u64(o, "memory_max", s->memory_max));

@@ -18,6 +18,7 @@
 #include "daemon/control/server.h"
 #include "daemon/dump/assemble.h"
 #include "daemon/dump/dump.h"
+#include "daemon/manager/cpus.h"
 #include "daemon/manager/intake.h"
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
@@ -46,6 +47,7 @@ struct Manager {
         PtEventConfig event_config;
         TrackingFeatures tracking;
         Recorder *recorder;
+        CpuWatch *cpus; /* the CPU set through hotplug and suspend: daemon/manager/cpus.c */
         Lookback lookback;
 
         ProcMap *procmap;
@@ -88,22 +90,13 @@ static size_t cpu_slots(size_t n) {
 /* ---- status ---- */
 
 static void update_status(Manager *m) {
-        unsigned rec = recorder_n_recording(m->recorder), total = 0, busy = 0, failed = 0;
+        unsigned rec = recorder_n_recording(m->recorder);
         char sz[FORMAT_BYTES_MAX], lb[FORMAT_TIMESPAN_MAX], extra[256] = "";
-        const char *first_error = NULL;
+        CpuCounts cc;
 
-        for (size_t i = 0; i < recorder_n_cpus(m->recorder); i++) {
-                RecorderCpuInfo info;
-                if (recorder_cpu_info(m->recorder, i, &info) < 0 || info.state == RECORDER_CPU_OFFLINE)
-                        continue;
-                total++;
-                if (info.state == RECORDER_CPU_RETRY)
-                        busy++;
-                if (info.state == RECORDER_CPU_FAILED)
-                        failed++;
-                if (!first_error && info.error_text)
-                        first_error = info.error_text;
-        }
+        cpu_watch_count(m->cpus, &cc);
+        unsigned total = cc.total, busy = cc.busy, failed = cc.failed;
+        const char *first_error = cc.first_error;
         m->stats.cpus_recording = rec;
         m->stats.cpus_total = total;
         m->stats.aux_size = m->lookback.aux_size;
@@ -155,6 +148,8 @@ void manager_get_stats(Manager *m, SnapshotStats *ret) {
         if (m->governor)
                 trigger_governor_get_state(m->governor, now_usec(CLOCK_MONOTONIC), &m->stats.governor);
         m->stats.status = m->status;
+        if (m->cpus)
+                m->stats.cpu_restarts = cpu_watch_restarts(m->cpus, &m->stats.n_cpu_restarts);
         m->stats.last_error = m->last_error[0] ? m->last_error : NULL;
         *ret = m->stats;
 }
@@ -192,6 +187,17 @@ static int register_sideband_sources(Manager *m) {
                 m->n_sb_io++;
         }
         return 0;
+}
+
+/* The CPU set changed, or a CPU's events were reopened: new side-band fds. */
+static void on_cpus_changed(CpuWatch *w, void *userdata) {
+        Manager *m = userdata;
+        int k;
+
+        k = register_sideband_sources(m);
+        if (k < 0)
+                log_warning_errno(k, "Failed to watch the side-band of new CPUs, ignoring: %m");
+        update_status(m);
 }
 
 /* ---- lookback ---- */
@@ -249,11 +255,9 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
 
         k = recorder_freeze(m->recorder, t->received_at);
         if (k == -ENODEV) {
-                RecorderCpuInfo info = {};
-                const char *why = NULL;
-                for (size_t i = 0; i < recorder_n_cpus(m->recorder) && !why; i++)
-                        if (recorder_cpu_info(m->recorder, i, &info) >= 0 && info.error_text)
-                                why = info.error_text;
+                CpuCounts cc;
+                cpu_watch_count(m->cpus, &cc);
+                const char *why = cc.first_error;
                 snapshot_request_fail(m->requests, t, k, PTRACED_ERROR_NOT_RECORDING, 0, "no CPU is recording%s%s",
                                       why ? ": " : "", strempty(why));
                 return;
@@ -454,20 +458,10 @@ static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *us
 /* ---- housekeeping ---- */
 
 static void housekeeping(Manager *m) {
-        nsec_t now = now_nsec(CLOCK_MONOTONIC);
         uint64_t retention, horizon, latest = sideband_intake_latest(m->sideband);
-        int k;
 
         sideband_intake_repair(m->sideband, false);
-
-        k = recorder_sync_cpus(m->recorder, now);
-        if (k > 0) {
-                log_info("CPU set changed: %u CPUs recording", recorder_n_recording(m->recorder));
-                k = register_sideband_sources(m);
-                if (k < 0)
-                        log_warning_errno(k, "Failed to watch the side-band of new CPUs, ignoring: %m");
-        } else if (k < 0)
-                log_warning_errno(k, "Failed to follow CPU hotplug, ignoring: %m");
+        cpu_watch_sync(m->cpus);
 
         /* Keep side-band and tombstones as long as the rings can hold trace. */
         retention = lookback_retention_ns(&m->lookback);
@@ -482,6 +476,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         nsec_t now = now_nsec(CLOCK_MONOTONIC);
         int k;
 
+        cpu_watch_tick(m->cpus);
         sideband_intake_drain(m->sideband, m->recorder, false);
         if (lookback_measure_due(&m->lookback, now) && !recorder_freezing(m->recorder))
                 measure_rates(m, now);
@@ -640,6 +635,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->watchdog);
         trigger_governor_free(m->governor);
 
+        cpu_watch_free(m->cpus);
         recorder_free(m->recorder);
         sideband_intake_free(m->sideband);
         procmap_free(m->procmap);
@@ -720,26 +716,10 @@ static int setup_recorder(Manager *m) {
         if (k < 0)
                 return log_error_errno(k, "Failed to set up the recorder: %m");
 
-        k = recorder_sync_cpus(m->recorder, now_nsec(CLOCK_MONOTONIC));
+        k = cpu_watch_new(m->recorder, on_cpus_changed, m, &m->cpus);
         if (k < 0)
-                return log_error_errno(k, "Failed to open the per-CPU events: %m");
-
-        /* Per-CPU failures leave the others recording; none at all is fatal
-         * unless some are only busy (they will be retried). */
-        unsigned recording = recorder_n_recording(m->recorder), busy = 0;
-        for (size_t i = 0; i < recorder_n_cpus(m->recorder); i++) {
-                RecorderCpuInfo info;
-                if (recorder_cpu_info(m->recorder, i, &info) < 0)
-                        continue;
-                if (info.state == RECORDER_CPU_RETRY)
-                        busy++;
-                if (info.error_text)
-                        log_struct(info.state == RECORDER_CPU_RETRY ? LOG_WARNING : LOG_ERR, info.error, NULL,
-                                   "CPU %u: %s", info.cpu, info.error_text);
-        }
-        if (recording == 0 && busy == 0)
-                return log_error_errno(SYNTHETIC_ERRNO(EIO), "No CPU could be set up for recording (see above).");
-        return 0;
+                return log_oom();
+        return cpu_watch_start(m->cpus);
 }
 
 static int setup_storage(Manager *m) {
@@ -777,6 +757,9 @@ static int setup_event_sources(Manager *m) {
         k = register_sideband_sources(m);
         if (k < 0)
                 return log_error_errno(k, "Failed to watch the side-band rings: %m");
+        k = cpu_watch_attach(m->cpus, m->event);
+        if (k < 0)
+                return log_error_errno(k, "Failed to watch CPU hotplug: %m");
         k = sd_event_add_io(m->event, &m->freeze_io, recorder_freeze_fd(m->recorder), EPOLLIN, on_freeze_done, m);
         if (k >= 0)
                 k = sd_event_add_io(m->event, &m->dump_io, dumper_fd(m->dumper), EPOLLIN, on_dump_done, m);
@@ -888,4 +871,8 @@ TriggerSet *manager_get_triggers(Manager *m) {
 
 ControlServer *manager_get_control(Manager *m) {
         return m->control;
+}
+
+struct CpuWatch *manager_get_cpus(Manager *m) {
+        return m->cpus;
 }

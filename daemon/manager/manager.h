@@ -71,3 +71,7 @@ struct TriggerSet;
 struct TriggerSet *manager_get_triggers(Manager *m);
 struct ControlServer;
 struct ControlServer *manager_get_control(Manager *m);
+/* For tests: the CPU set's watcher (daemon/manager/cpus.h), to simulate a
+ * resume through its sleep clock. */
+struct CpuWatch;
+struct CpuWatch *manager_get_cpus(Manager *m);

@@ -51,8 +51,8 @@ static int read_running(Recorder *r, RecorderCpu *c, uint64_t *ret) {
                 return -EOPNOTSUPP;
         n = pmu_backend_read(r->opts.backend, c->sb_fd, v, sizeof v);
         if (n < 0)
-                return (int) n;
-        if (n != (ssize_t) sizeof v)
+                return (int)n;
+        if (n != (ssize_t)sizeof v)
                 return -EIO;
         *ret = v[2];
         return 0;
@@ -93,7 +93,7 @@ void recorder_cpu_opened(Recorder *r, RecorderCpu *c, nsec_t now) {
                 c->restarted_time = recorder_mono_to_perf_time(r, now);
         }
         c->recorded = true;
-        (void) recorder_cpu_detached(r, c, now); /* the baseline of the new event */
+        (void)recorder_cpu_detached(r, c, now); /* the baseline of the new event */
 }
 
 void recorder_cpu_replugged(Recorder *r, unsigned cpu) {

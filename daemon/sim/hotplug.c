@@ -36,7 +36,7 @@ int sim_real_track(PmuSim *s, int fd, unsigned cpu) {
         a = realloc(s->real_events, sizeof(SimRealEvent) * (s->n_real_events + 1));
         if (a) {
                 s->real_events = a;
-                a[s->n_real_events++] = (SimRealEvent){ .fd = fd, .cpu = cpu };
+                a[s->n_real_events++] = (SimRealEvent){.fd = fd, .cpu = cpu};
         }
         pthread_mutex_unlock(&s->lock);
         return a ? 0 : -ENOMEM;
@@ -59,7 +59,7 @@ void sim_real_detach_cpu(PmuSim *s, unsigned cpu) {
                 if (e->cpu != cpu || e->detached)
                         continue;
                 e->detached = true;
-                (void) ioctl(e->fd, PERF_EVENT_IOC_DISABLE, 0);
+                (void)ioctl(e->fd, PERF_EVENT_IOC_DISABLE, 0);
         }
 }
 
@@ -105,5 +105,5 @@ ssize_t sim_event_read(SimEvent *e, void *buf, size_t size) {
         if (size < n * sizeof(uint64_t))
                 return -ENOSPC;
         memcpy(buf, v, n * sizeof(uint64_t));
-        return (ssize_t) (n * sizeof(uint64_t));
+        return (ssize_t)(n * sizeof(uint64_t));
 }

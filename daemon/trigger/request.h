@@ -52,6 +52,14 @@ TriggerRequest *trigger_request_new(const char *reason, const char *source);
 TriggerRequest *trigger_request_free(TriggerRequest *t);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerRequest *, trigger_request_free);
 
+/* A CPU whose trace was restarted (its events reopened after a hotplug or
+ * a resume): how often, and when last (CLOCK_REALTIME µs). */
+typedef struct SnapshotCpuRestart {
+        unsigned cpu;
+        unsigned count;
+        uint64_t realtime_usec;
+} SnapshotCpuRestart;
+
 /* What the daemon records and has done since it started: Status() reports
  * it, the triggers read the lookback from it. */
 typedef struct SnapshotStats {
@@ -66,6 +74,8 @@ typedef struct SnapshotStats {
         uint64_t procmap_bytes, procmap_processes; /* the process model, tombstones included */
         uint64_t sideband_bytes;                   /* side-band kept for snapshots */
         TriggerGovernorState governor;             /* [Triggers] limits and warm-up; zero before start */
+        const SnapshotCpuRestart *cpu_restarts;    /* CPUs whose trace was restarted, by CPU */
+        size_t n_cpu_restarts;
         /* Valid until the service changes state (the event loop's next turn). */
         const char *status;     /* the status line, as STATUS= */
         const char *last_error; /* the newest refusal or failure (error name, colon, text), or NULL */

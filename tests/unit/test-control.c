@@ -313,6 +313,7 @@ static void test_status(void) {
         ASSERT_TRUE(json_object_get_boolean(json_object_object_get(r.parameters, "simulated")));
         ASSERT_EQ(num(&r, "cpus_recording"), 2);
         ASSERT_EQ(num(&r, "cpus_total"), 2);
+        ASSERT_EQ(json_object_array_length(json_object_object_get(r.parameters, "cpu_restarts")), 0);
         ASSERT_EQ(num(&r, "buffer_size"), 64 * 1024);
         ASSERT_EQ(num(&r, "bundles_written"), 0);
         ASSERT_EQ(num(&r, "rate_limit_burst"), 10);

@@ -88,6 +88,10 @@ void recorder_cpu_drop(Recorder *r, RecorderCpu *c) {
 
 void recorder_cpu_opened(Recorder *r, RecorderCpu *c, nsec_t now) {
         if (c->recorded) {
+                /* While its tracking event was dead, the CPU's side-band
+                 * (forks, execs, mappings) went nowhere: as lost as records a
+                 * full ring drops, and repaired the same way (a /proc rescan). */
+                r->lost++;
                 c->restarts++;
                 c->restarted_at = now;
                 c->restarted_time = recorder_mono_to_perf_time(r, now);

@@ -88,6 +88,9 @@ hasnt "trace restarted"
 run 0 "$ptctl" info "$dir/b.tar"
 has "CPU 1: trace restarted at -10.000 ms (2 times, after CPU hotplug or a resume): its trace before then is gone"
 hasnt "CPU 0: trace restarted"
+# ... and the decoder says so too.
+run 0 "$ptctl" decode --format=summary "$dir/b.tar"
+has "note: cpu 1: trace restarted at 4.990000000 (CPU hotplug or a resume): its trace before then is gone"
 run 0 "$ptctl" info --directory "$dir" a
 has "ID: $ida"
 run 0 "$ptctl" info --directory "$dir" "${ida:0:8}" --verify

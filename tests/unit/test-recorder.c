@@ -196,6 +196,7 @@ static void test_hotplug_fast_cycle(void) {
                 ASSERT_OK(recorder_cpu_info(f.rec, cpu, &info));
                 ASSERT_EQ(info.state, RECORDER_CPU_RECORDING);
                 ASSERT_EQ(info.restarts, 1);
+                ASSERT_EQ_U64(recorder_take_lost(f.rec), 1); /* its side-band while dead: repaired from /proc */
                 ASSERT_TRUE(info.restarted_at >= before);
                 ASSERT_TRUE(info.restarted_time > 0);
                 ASSERT_EQ(recorder_n_recording(f.rec), 4);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 
 #include "client/decode/input/bundle.h"
+#include "common/basic/time-util.h"
 #include "common/bundle/bundle.h"
 
 static int fd_path(int fd, char **ret) {
@@ -61,6 +62,17 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
 
                 if (c->error)
                         (void) decode_input_add_note(in, "cpu %" PRIu32 ": %s", c->cpu, c->error);
+                if (c->restarts > 0 && c->restarted_time > 0)
+                        (void) decode_input_add_note(in,
+                                                     "cpu %" PRIu32 ": trace restarted at %" PRIu64 ".%09" PRIu64
+                                                     " (CPU hotplug or a resume): its trace before then is gone",
+                                                     c->cpu, c->restarted_time / NSEC_PER_SEC,
+                                                     c->restarted_time % NSEC_PER_SEC);
+                else if (c->restarts > 0)
+                        (void) decode_input_add_note(in,
+                                                     "cpu %" PRIu32 ": trace restarted (CPU hotplug or a resume): "
+                                                     "its trace before the restart is gone",
+                                                     c->cpu);
                 if (!c->member)
                         continue;
                 r = bundle_reader_read_member(br, c->member, &data, &size, &error);

@@ -62,6 +62,7 @@ const ConfigItem ptraced_config_items[] = {
         { "Storage", "ImageBudget", config_parse_size, offsetof(PtracedConfig, image_budget) },
         { "Storage", "ImageMax", config_parse_size, offsetof(PtracedConfig, image_max) },
         { "Storage", "BuildIdCacheMax", config_parse_size, offsetof(PtracedConfig, buildid_cache_max) },
+        { "Storage", "StopTimeoutSec", config_parse_duration, offsetof(PtracedConfig, stop_timeout) },
         { "Control", "Socket", config_parse_path, offsetof(PtracedConfig, control.socket) },
         { "Control", "SocketMode", config_parse_mode, offsetof(PtracedConfig, control.socket_mode) },
         { "Control", "ReadOnlyAccess", config_parse_enum, offsetof(PtracedConfig, control.read_only_access),
@@ -99,6 +100,7 @@ void ptraced_config_init(PtracedConfig *c) {
                 .image_budget = 512U << 20,
                 .image_max = 256U << 20,
                 .buildid_cache_max = UINT64_C(2) << 30,
+                .stop_timeout = 90 * USEC_PER_SEC, /* below the unit's TimeoutStopSec=2min */
                 .control = {
                         .socket_mode = 0660,
                         .read_only_access = CONTROL_ACCESS_GROUP,

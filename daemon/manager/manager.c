@@ -18,6 +18,7 @@
 #include "daemon/control/server.h"
 #include "daemon/dump/assemble.h"
 #include "daemon/dump/dump.h"
+#include "daemon/manager/dumps.h"
 #include "daemon/manager/intake.h"
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
@@ -35,7 +36,7 @@
 struct Manager {
         PtracedConfig config;
         sd_event *event;
-        sd_event_source *sig_term, *sig_int, *sig_usr2, *tick, *freeze_io, *dump_io, *watchdog;
+        sd_event_source *sig_term, *sig_int, *sig_usr2, *tick, *freeze_io, *watchdog;
         sd_event_source **sb_io;
         size_t n_sb_io;
         usec_t watchdog_usec;
@@ -55,7 +56,8 @@ struct Manager {
         SnapshotRequests *requests;
         uint64_t snapshot_seq;
         DumpSettings dump; /* points into config */
-        Dumper *dumper;
+        DumpQueue *dumps;  /* the bundles owed: daemon/manager/dumps.c */
+        bool stopping;     /* SIGTERM: no new snapshot, the owed bundles are written */
 
         TriggerGovernor *governor; /* rate limits, warm-up, duplicates: daemon/trigger/governor.c */
         TriggerSet *triggers;      /* [Trigger:NAME] and heartbeat watchdogs: daemon/trigger/set.c */
@@ -231,6 +233,11 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
 
         if (!t)
                 return;
+        if (m->stopping) {
+                snapshot_request_fail(m->requests, t, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN, 0,
+                                      "ptraced is stopping");
+                return;
+        }
         if (recorder_freezing(m->recorder)) {
                 /* Joining the freeze under way is the coalescing: same bundle. */
                 if (snapshot_requests_join(m->requests, t) >= 0)
@@ -273,12 +280,6 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
         if (snapshot_requests_join(m->requests, t) < 0)
                 return;
         m->stats.snapshots++;
-}
-
-static void log_vacuum(const BundleVacuumResult *vr, const char *why) {
-        if (vr->n_removed > 0)
-                log_info("Removed %u old bundle%s (%" PRIu64 " bytes)%s", vr->n_removed, vr->n_removed == 1 ? "" : "s",
-                         vr->bytes_removed, why);
 }
 
 /* The snapshot is frozen and copied: on to the dump stage. */
@@ -324,20 +325,14 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         if (k < 0)
                 log_warning_errno(k, "Failed to vacuum %s before a dump, ignoring: %s", m->dump.directory, strna(verr));
         else
-                log_vacuum(&vr, " to make room");
+                dump_queue_log_vacuum(&vr, " to make room");
 
         k = snapshot_requests_dispatch(m->requests, seq);
         if (k < 0) {
                 dump_job_free(j);
                 return;
         }
-        k = dumper_submit(m->dumper, j);
-        if (k < 0) {
-                log_error_errno(k, "Failed to queue the bundle for writing: %m");
-                SnapshotResult res = { .error = k, .error_name = PTRACED_ERROR_FAILED,
-                                       .error_text = "cannot queue the bundle for writing" };
-                snapshot_requests_complete(m->requests, seq, &res);
-        }
+        dump_queue_submit(m->dumps, j);
 }
 
 static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -383,71 +378,7 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
                    s->n_cpus, first->reason, first->source, m->stats.last_freeze_latency_ns / 1000,
                    max_blackout / 1000, n_reqs > 1 ? ", coalescing further triggers" : "");
         snapshot_to_dump(m, s);
-        return 0;
-}
-
-static void vacuum_after_dump(Manager *m, const char *just_written) {
-        _cleanup_free_ char *error = NULL;
-        BundleVacuumResult vr;
-        int k;
-
-        k = dump_vacuum(&m->dump, just_written, &vr, &error);
-        if (k < 0)
-                log_warning_errno(k, "Failed to vacuum %s, ignoring: %s", m->dump.directory, strna(error));
-        else
-                log_vacuum(&vr, ": [Storage] limits");
-}
-
-static void log_bundle_written(const DumpJob *job) {
-        _cleanup_free_ char *fp = NULL, *fr = NULL, *fs = NULL, *fz = NULL, *fc = NULL;
-        char sz[FORMAT_BYTES_MAX];
-
-        if (asprintf(&fp, "BUNDLE_PATH=%s", job->path) < 0 ||
-            asprintf(&fr, "REASON=%s", job->manifest->trigger.reason) < 0 ||
-            asprintf(&fs, "SOURCE=%s", job->manifest->trigger.source) < 0 ||
-            asprintf(&fz, "SIZE=%" PRIu64, job->size) < 0 || asprintf(&fc, "CPUS=%zu", job->manifest->n_cpus) < 0) {
-                (void) log_oom();
-                return;
-        }
-        log_struct(LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_BUNDLE_WRITTEN, fp, fr, fs, fz, fc),
-                   "Bundle %s written (%s, %zu CPUs, %" PRIu64 " ms)", job->path,
-                   format_bytes(sz, sizeof sz, job->size), job->manifest->n_cpus,
-                   (job->finished_at - job->started_at) / NSEC_PER_MSEC);
-}
-
-static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
-        DumpJob *j;
-
-        while (dumper_take(m->dumper, &j) > 0) {
-                _cleanup_(dump_job_freep) DumpJob *job = j;
-
-                if (job->error < 0) {
-                        m->stats.bundles_failed++;
-                        snprintf(m->last_error, sizeof m->last_error, "%s: %s", PTRACED_ERROR_DUMP_FAILED,
-                                 strna(job->error_text));
-                        log_struct(LOG_ERR, job->error, FIELDS("MESSAGE_ID=" MSGID_SNAPSHOT_FAILED),
-                                   "Bundle for '%s' not written: %s", job->manifest->trigger.reason,
-                                   strna(job->error_text));
-                } else {
-                        const char *slash = strrchr(job->path, '/');
-
-                        m->stats.bundles_written++;
-                        log_bundle_written(job);
-                        vacuum_after_dump(m, slash ? slash + 1 : job->path);
-                }
-
-                SnapshotResult res = {
-                        .error = job->error,
-                        .error_name = job->error < 0 ? PTRACED_ERROR_DUMP_FAILED : NULL,
-                        .error_text = job->error_text,
-                        .id = job->manifest->id,
-                        .path = job->path,
-                        .size = job->size,
-                        .dump_cpu_ns = job->cpu_ns,
-                };
-                snapshot_requests_complete(m->requests, job->seq, &res);
-        }
+        dump_queue_check_drained(m->dumps);
         return 0;
 }
 
@@ -524,7 +455,10 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
         log_info("Received %s, stopping.", strsignal((int) si->ssi_signo));
         (void) sd_notify(false, "STOPPING=1");
-        return sd_event_exit(m->event, 0);
+        if (m->stopping || !m->dumps)
+                return sd_event_exit(m->event, 0); /* asked twice: now */
+        m->stopping = true;
+        return dump_queue_drain(m->dumps, m->config.stop_timeout);
 }
 
 /* ---- the service the triggers and the control server use ---- */
@@ -612,13 +546,12 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
-        /* Requests still waiting get an answer: those of a freeze now, then,
-         * once the dumper wrote what was queued before it goes, those
-         * waiting for a bundle. */
+        /* Requests still waiting get an answer: those of a freeze now, then
+         * each bundle's, truthfully (written, or not written). */
         if (m->requests)
                 snapshot_requests_fail_freezing(m->requests, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN,
                                                 "ptraced is stopping");
-        m->dumper = dumper_free(m->dumper);
+        m->dumps = dump_queue_free(m->dumps);
         if (m->requests)
                 snapshot_requests_fail_in_flight(m->requests, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN,
                                                  "ptraced stopped before the bundle was reported");
@@ -636,7 +569,6 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sig_usr2);
         sd_event_source_disable_unref(m->tick);
         sd_event_source_disable_unref(m->freeze_io);
-        sd_event_source_disable_unref(m->dump_io);
         sd_event_source_disable_unref(m->watchdog);
         trigger_governor_free(m->governor);
 
@@ -753,11 +685,7 @@ static int setup_storage(Manager *m) {
                 log_warning_errno(cleanup, "Failed to remove leftovers in %s, ignoring: %m", m->dump.directory);
         else if (removed > 0)
                 log_info("Removed %u partial bundle%s left by an interrupted dump", removed, removed == 1 ? "" : "s");
-        vacuum_after_dump(m, NULL);
-
-        k = dumper_new(&m->dumper);
-        if (k < 0)
-                return log_error_errno(k, "Failed to start the dump thread: %m");
+        dumps_vacuum(&m->dump, NULL);
         return 0;
 }
 
@@ -778,8 +706,17 @@ static int setup_event_sources(Manager *m) {
         if (k < 0)
                 return log_error_errno(k, "Failed to watch the side-band rings: %m");
         k = sd_event_add_io(m->event, &m->freeze_io, recorder_freeze_fd(m->recorder), EPOLLIN, on_freeze_done, m);
-        if (k >= 0)
-                k = sd_event_add_io(m->event, &m->dump_io, dumper_fd(m->dumper), EPOLLIN, on_dump_done, m);
+        if (k >= 0) {
+                DumpQueueOptions o = {
+                        .event = m->event,
+                        .settings = &m->dump,
+                        .requests = m->requests,
+                        .stats = &m->stats,
+                        .last_error = m->last_error,
+                        .last_error_size = sizeof m->last_error,
+                };
+                k = dump_queue_new(&o, &m->dumps);
+        }
         if (k >= 0)
                 k = sd_event_add_time_relative(m->event, &m->tick, CLOCK_MONOTONIC, TICK_USEC, TICK_ACCURACY_USEC,
                                                on_tick, m);

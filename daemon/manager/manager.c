@@ -58,6 +58,7 @@ struct Manager {
         DumpSettings dump; /* points into config */
         DumpQueue *dumps;  /* the bundles owed: daemon/manager/dumps.c */
         bool stopping;     /* SIGTERM: no new snapshot, the owed bundles are written */
+        bool copies_withheld; /* no copy for the next snapshot until a bundle is written: MemoryMax= */
 
         TriggerGovernor *governor; /* rate limits, warm-up, duplicates: daemon/trigger/governor.c */
         TriggerSet *triggers;      /* [Trigger:NAME] and heartbeat watchdogs: daemon/trigger/set.c */
@@ -265,6 +266,14 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
                                       why ? ": " : "", strempty(why));
                 return;
         }
+        if (k == -ENOBUFS && m->copies_withheld) {
+                char mm[FORMAT_BYTES_MAX];
+                snapshot_request_fail(m->requests, t, k, PTRACED_ERROR_BUSY, 0,
+                                      "no memory for another snapshot until a bundle being written is done: "
+                                      "MemoryMax=%s holds the trace buffers and the copies of the bundles owed",
+                                      format_bytes(mm, sizeof mm, m->config.memory_max));
+                return;
+        }
         if (k == -ENOBUFS) {
                 snapshot_request_fail(m->requests, t, k, PTRACED_ERROR_BUSY, 0,
                                       "memory for the next snapshot is not ready (the previous one is being handed "
@@ -335,6 +344,30 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         dump_queue_submit(m->dumps, j);
 }
 
+/* MemoryMax= holds the rings and one copy of them, prepared for the next
+ * snapshot (lookback.c sizes the rings so). A snapshot takes that copy to
+ * the dump queue; a new one is prepared only while the copies the bundles
+ * owed still hold leave room for it, else once a bundle is written
+ * (on_bundle_finished). Meanwhile a trigger is refused (Busy, naming
+ * MemoryMax=) instead of growing the daemon by a copy per queued bundle:
+ * refusing says plainly that this moment was not recorded, where joining
+ * a queued bundle would answer with a bundle of an earlier moment. */
+static void replenish(Manager *m) {
+        uint64_t reserved = 2 * cpu_slots(recorder_n_cpus(m->recorder)) * m->lookback.aux_size;
+        int k;
+
+        m->copies_withheld = reserved + dump_queue_held_bytes(m->dumps) > m->config.memory_max;
+        if (m->copies_withheld)
+                return;
+        k = recorder_replenish(m->recorder);
+        if (k < 0)
+                log_warning_errno(k, "Failed to allocate memory for the next snapshot, ignoring: %m");
+}
+
+static void on_bundle_finished(void *userdata) {
+        replenish(userdata);
+}
+
 static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         Manager *m = userdata;
         RecorderSnapshot *s = NULL;
@@ -345,15 +378,12 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
         k = recorder_collect(m->recorder, &s);
         if (k == -EAGAIN)
                 return 0;
-        if (k >= 0)
-                k = recorder_replenish(m->recorder);
-        if (k < 0)
-                log_warning_errno(k, "Failed to allocate memory for the next snapshot, ignoring: %m");
 
         n_reqs = snapshot_requests_n_freezing(m->requests);
         if (!s || n_reqs == 0) {
                 snapshot_requests_fail_freezing(m->requests, -EIO, PTRACED_ERROR_FAILED, "the snapshot was lost");
                 recorder_snapshot_free(s);
+                replenish(m);
                 return 0;
         }
 
@@ -378,6 +408,7 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
                    s->n_cpus, first->reason, first->source, m->stats.last_freeze_latency_ns / 1000,
                    max_blackout / 1000, n_reqs > 1 ? ", coalescing further triggers" : "");
         snapshot_to_dump(m, s);
+        replenish(m);
         dump_queue_check_drained(m->dumps);
         return 0;
 }
@@ -714,6 +745,8 @@ static int setup_event_sources(Manager *m) {
                         .stats = &m->stats,
                         .last_error = m->last_error,
                         .last_error_size = sizeof m->last_error,
+                        .finished = on_bundle_finished,
+                        .userdata = m,
                 };
                 k = dump_queue_new(&o, &m->dumps);
         }

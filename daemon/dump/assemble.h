@@ -67,7 +67,7 @@ int dump_job_make_room(const DumpSettings *settings, DumpJob *j, BundleVacuumRes
 int dump_vacuum(const DumpSettings *settings, const char *just_written, BundleVacuumResult *ret, char **ret_error);
 
 /* At start-up: create the directory (its errors are returned), and remove
- * what an interrupted dump left: staged images, partial bundles
- * (*ret_removed counts them; *ret_cleanup_error is 0 or why the clean-up
- * failed, which is not fatal). */
+ * what an interrupted dump left: staged images, partial bundles and
+ * temporaries of the build-id cache (*ret_removed counts the last two;
+ * *ret_cleanup_error is 0 or why the clean-up failed, which is not fatal). */
 int dump_directory_prepare(const char *directory, unsigned *ret_removed, int *ret_cleanup_error);

@@ -19,6 +19,10 @@ struct DumpQueue {
 };
 
 void dump_queue_log_vacuum(const BundleVacuumResult *vr, const char *why) {
+        if (vr->n_cache_removed > 0)
+                log_info("Removed %u build-id cache entr%s (%" PRIu64 " bytes; %" PRIu64 " bytes left)%s",
+                         vr->n_cache_removed, vr->n_cache_removed == 1 ? "y" : "ies", vr->cache_bytes_removed,
+                         vr->cache_use, why);
         if (vr->n_removed > 0)
                 log_info("Removed %u old bundle%s (%" PRIu64 " bytes)%s", vr->n_removed, vr->n_removed == 1 ? "" : "s",
                          vr->bytes_removed, why);

@@ -563,6 +563,7 @@ int manager_new(const PtracedConfig *config, PmuBackend *backend, Manager **ret)
                         .keep_free = m->config.keep_free,
                         .max_bundles = m->config.max_bundles,
                         .max_bundle_size = m->config.max_bundle_size,
+                        .buildid_cache_max = m->config.buildid_cache_max,
                 },
         };
         m->service = (SnapshotService){ &service_ops, m };
@@ -715,7 +716,8 @@ static int setup_storage(Manager *m) {
         if (cleanup < 0)
                 log_warning_errno(cleanup, "Failed to remove leftovers in %s, ignoring: %m", m->dump.directory);
         else if (removed > 0)
-                log_info("Removed %u partial bundle%s left by an interrupted dump", removed, removed == 1 ? "" : "s");
+                log_info("Removed %u partial bundle%s or build-id cache temporar%s left by an interrupted dump",
+                         removed, removed == 1 ? "" : "s", removed == 1 ? "y" : "ies");
         dumps_vacuum(&m->dump, NULL);
         return 0;
 }

@@ -2,6 +2,7 @@
 
 #include <cpuid.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
@@ -336,6 +337,25 @@ int dump_vacuum(const DumpSettings *settings, const char *just_written, BundleVa
         if (!cache)
                 return -ENOMEM;
         return bundle_vacuum(settings->directory, &settings->limits, &vo, ret, ret_error);
+}
+
+int dump_directory_ensure(const DumpSettings *settings) {
+        struct stat st;
+        int k;
+
+        if (stat(settings->directory, &st) >= 0)
+                return 0;
+        if (errno != ENOENT)
+                return -errno;
+        k = mkdir_p(settings->directory, settings->directory_mode & 07777);
+        if (k < 0)
+                return k;
+        /* mkdir() applied the umask; the group is ours to give when we are
+         * in it (ptraced runs with SupplementaryGroups=ptraced). */
+        if (chmod(settings->directory, settings->directory_mode & 07777) < 0 ||
+            chown(settings->directory, (uid_t) -1, settings->directory_gid) < 0)
+                return -errno;
+        return 1;
 }
 
 int dump_directory_prepare(const char *directory, unsigned *ret_removed, int *ret_cleanup_error) {

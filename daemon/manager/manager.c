@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -320,6 +321,13 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         }
         TAKE_PTR(snapshot); /* the job's */
 
+        k = dump_directory_ensure(&m->dump);
+        if (k > 0)
+                log_warning("Bundle directory %s was removed: created it again (mode %04o, group %u)",
+                            m->dump.directory, (unsigned) m->dump.directory_mode, (unsigned) m->dump.directory_gid);
+        else if (k < 0)
+                log_warning_errno(k, "Bundle directory %s is missing and cannot be created again: %m",
+                                  m->dump.directory);
         k = dump_job_make_room(&m->dump, j, &vr, &verr);
         if (k == -ENOSPC || k == -EFBIG) {
                 /* Even with every old bundle gone this one would break a
@@ -713,6 +721,11 @@ static int setup_storage(Manager *m) {
         k = dump_directory_prepare(m->dump.directory, &removed, &cleanup);
         if (k < 0)
                 return log_error_errno(k, "Failed to create the bundle directory %s: %m", m->dump.directory);
+        struct stat st;
+        if (stat(m->dump.directory, &st) < 0)
+                return log_error_errno(errno, "Failed to stat the bundle directory %s: %m", m->dump.directory);
+        m->dump.directory_mode = st.st_mode & 07777;
+        m->dump.directory_gid = st.st_gid;
         if (cleanup < 0)
                 log_warning_errno(cleanup, "Failed to remove leftovers in %s, ignoring: %m", m->dump.directory);
         else if (removed > 0)

@@ -13,54 +13,26 @@
 # Prints the connections the attackers hold and the log lines.
 set -euo pipefail
 build=$1
-ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl vt=$build/tests/integration/varlink-tool
 max=16 calls=1000 rounds=5
+. "$(dirname "$0")/sim-daemon.sh"
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (other users' connections, system-wide side-band)"; exit 77; }
 command -v setpriv >/dev/null || { echo "SKIP: setpriv (util-linux) is needed to act as other users"; exit 77; }
-if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
-    echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
-    exit 77
-fi
-
-tmp=$(mktemp -d)
 chmod 0755 "$tmp"
-daemon= pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; tail -n 20 "$tmp/log" 2>/dev/null | sed 's/^/  ptraced: /' >&2; exit 1; }
 # Two users that are neither root nor in group ptraced (no passwd entry needed).
 as_user() { local uid=$1; shift; setpriv --reuid="$uid" --regid=65534 --clear-groups "$@"; }
 
-cat > "$tmp/c.conf" <<CONF
-[Trace]
-Source=sim
-BufferSize=64K
-RateInterval=0
-[Sim]
-CPUs=2
-Rate=8M
-[Storage]
-Directory=$tmp/bundles
+sim_conf "$tmp/c.conf" 64K 8M <<CONF
 [Control]
-Socket=$tmp/io.ptraced
 SocketMode=0666
 MaxConnections=$max
 TimeoutSec=10s
 CONF
-"$ptraced" --config "$tmp/c.conf" >"$tmp/log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do grep -q "^Started" "$tmp/log" && break; sleep 0.1; done
-grep -q "^Started" "$tmp/log" || fail "ptraced did not start"
+start_daemon "$tmp/c.conf"
 
 # 1. Two users take every connection they can and keep them busy.
 held=0
 for uid in 65534 65533; do
-    setpriv --reuid="$uid" --regid=65534 --clear-groups "$vt" squat "$tmp/io.ptraced" "$max" 30 \
+    setpriv --reuid="$uid" --regid=65534 --clear-groups "$vt" squat "$sock" "$max" 30 \
         >"$tmp/squat.$uid" 2>&1 &
     pids+=($!)
     for _ in $(seq 100); do grep -q "^held" "$tmp/squat.$uid" && break; sleep 0.1; done
@@ -70,7 +42,7 @@ for uid in 65534 65533; do
 done
 sleep 5 # past a GetInfo round: the squatters' connections are alive
 for k in 1 2 3; do
-    out=$("$ptctl" --socket "$tmp/io.ptraced" status 2>&1) ||
+    out=$("$ptctl" --socket "$sock" status 2>&1) ||
         fail "root's status refused while unprivileged users hold $held of $max connections: $out"
 done
 echo "unprivileged users hold $held of MaxConnections=$max; root's status answered 3 of 3"
@@ -80,19 +52,17 @@ wait "${pids[@]}" 2>/dev/null || true
 pids=()
 # The daemon sees them gone on its next turn.
 for _ in $(seq 50); do
-    as_user 65534 "$vt" call "$tmp/io.ptraced" org.varlink.service.GetInfo >/dev/null 2>&1 && break
+    as_user 65534 "$vt" call "$sock" org.varlink.service.GetInfo >/dev/null 2>&1 && break
     sleep 0.1
 done
 
 # 2. Pipelined Snapshot calls from an unprivileged peer.
 for _ in $(seq "$rounds"); do
-    as_user 65534 "$vt" pipeline "$tmp/io.ptraced" io.ptraced.Snapshot '{"reason":"flood"}' "$calls" >"$tmp/flood" ||
+    as_user 65534 "$vt" pipeline "$sock" io.ptraced.Snapshot '{"reason":"flood"}' "$calls" >"$tmp/flood" ||
         fail "pipeline: $(tail -n 3 "$tmp/flood")"
     [ "$(grep -c 'io.ptraced.PermissionDenied' "$tmp/flood")" -eq "$calls" ] || fail "not every flood call was refused"
 done
-kill -TERM "$daemon"
-wait "$daemon" || fail "ptraced exited with $?"
-daemon=
+stop_daemon
 one=$(grep -c "Snapshot requested by UID 65534 .* refused" "$tmp/log" || true)
 summary=$(grep "more snapshot requests of unprivileged peers" "$tmp/log" || true)
 lines=$((one + $(grep -c "more snapshot requests of unprivileged peers" "$tmp/log" || true)))

@@ -12,57 +12,26 @@
 # copy of the rings or more over the daemon's RSS at rest.
 set -euo pipefail
 build=$1
-ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
 n=10 cpus=2 buffer_mib=64 memmax_mib=256
+. "$(dirname "$0")/sim-daemon.sh"
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events)"; exit 77; }
-if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
-    echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
-    exit 77
-fi
 avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
 [ "$avail" -ge 1024 ] || { echo "SKIP: $avail MiB available, the test needs 1 GiB"; exit 77; }
-
-tmp=$(mktemp -d)
-daemon=
-cleanup() {
-    [ -n "$daemon" ] && kill -TERM "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; tail -n 20 "$tmp/log" 2>/dev/null | sed 's/^/  ptraced: /' >&2; exit 1; }
 kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$daemon/status"; }
 
-cat > "$tmp/c.conf" <<CONF
+sim_conf "$tmp/c.conf" "${buffer_mib}M" 64M <<CONF
 [Trace]
-Source=sim
-BufferSize=${buffer_mib}M
 MemoryMax=${memmax_mib}M
-RateInterval=0
-[Sim]
-CPUs=$cpus
-Rate=64M
 [Storage]
-Directory=$tmp/bundles
 ImageBudget=4K
-[Control]
-Socket=$tmp/io.ptraced
-[Triggers]
-RateLimitBurst=0
-SourceRateLimitBurst=0
-WarmupSec=0
-DuplicateSuppressionSec=0
 CONF
-"$ptraced" --config "$tmp/c.conf" >"$tmp/log" 2>&1 &
-daemon=$!
-for _ in $(seq 100); do grep -q "^Started" "$tmp/log" && break; sleep 0.1; done
-grep -q "^Started" "$tmp/log" || fail "ptraced did not start"
+start_daemon "$tmp/c.conf"
 sleep 1.5 # the rings fill
 rest=$(kib VmRSS)
 
 callers=()
 for k in $(seq "$n"); do
-    ( rc=0; "$ptctl" --socket "$tmp/io.ptraced" snapshot -r "burst-$k" >"$tmp/out.$k" 2>&1 || rc=$?
+    ( rc=0; "$ptctl" --socket "$sock" snapshot -r "burst-$k" >"$tmp/out.$k" 2>&1 || rc=$?
       echo "$rc" >"$tmp/out.$k.rc" ) &
     callers+=($!)
     sleep 0.1

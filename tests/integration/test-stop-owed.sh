@@ -5,74 +5,36 @@
 # dump thread when ptraced is asked to stop are written, and each waiting
 # `ptctl snapshot` gets its own bundle, not ShuttingDown. With a stop
 # timeout too short to write them, the answers stay truthful: a caller told
-# "written" has its bundle on disk, a caller told ShuttingDown has none,
-# and the daemon exits within the timeout plus one bundle.
+# "written" has its bundle on disk, a caller told ShuttingDown has none.
 set -euo pipefail
 build=$1
-ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
 n=${PTRACED_STOP_SNAPSHOTS:-5}
-
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events)"; exit 77; }
-if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
-    echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
-    exit 77
-fi
-
-tmp=$(mktemp -d)
-daemon=
-cleanup() {
-    [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$tmp/log" 2>/dev/null | sed 's/^/  ptraced: /' >&2; exit 1; }
+. "$(dirname "$0")/sim-daemon.sh"
 
 # run NAME STOP_TIMEOUT: start ptraced, queue $n snapshots, SIGTERM; each
 # caller's answer goes to $tmp/NAME.K (exit code in $tmp/NAME.K.rc).
 run() {
-    local name=$1 stop=$2
+    local name=$1 stop=$2 callers=() t0
     rm -rf "$tmp/bundles"
-    cat > "$tmp/$name.conf" <<CONF
+    sim_conf "$tmp/$name.conf" 2M 64M <<CONF
 [Trace]
-Source=sim
-BufferSize=2M
 MemoryMax=1G
-RateInterval=0
-[Sim]
-CPUs=2
-Rate=64M
 [Storage]
-Directory=$tmp/bundles
 ImageBudget=4K
 StopTimeoutSec=$stop
-[Control]
-Socket=$tmp/io.ptraced
-[Triggers]
-RateLimitBurst=0
-SourceRateLimitBurst=0
-WarmupSec=0
-DuplicateSuppressionSec=0
 CONF
-    "$ptraced" --config "$tmp/$name.conf" >"$tmp/log" 2>&1 &
-    daemon=$!
-    for _ in $(seq 100); do grep -q "^Started" "$tmp/log" && break; sleep 0.1; done
-    grep -q "^Started" "$tmp/log" || fail "ptraced did not start"
+    start_daemon "$tmp/$name.conf"
     sleep 0.5 # let the rings fill: each bundle takes a while to write
-
-    local callers=()
     for k in $(seq "$n"); do
-        ( rc=0; "$ptctl" --socket "$tmp/io.ptraced" snapshot --reason "owed-$k" >"$tmp/$name.$k" 2>&1 || rc=$?
+        ( rc=0; "$ptctl" --socket "$sock" snapshot --reason "owed-$k" >"$tmp/$name.$k" 2>&1 || rc=$?
           echo "$rc" >"$tmp/$name.$k.rc" ) &
         callers+=($!)
         # each its own freeze, not one coalesced
         for _ in $(seq 50); do grep -q "Snapshot of .* taken for 'owed-$k'" "$tmp/log" && break; sleep 0.02; done
     done
-    local t0
     t0=$(date +%s%N)
-    kill -TERM "$daemon"
-    wait "$daemon" || fail "$name: ptraced exited with $?"
+    stop_daemon
     stopped_ms=$((($(date +%s%N) - t0) / 1000000))
-    daemon=
     wait "${callers[@]}"
 }
 

@@ -288,6 +288,12 @@ static char *make_cache(const char *dir, unsigned n) {
         return cache;
 }
 
+static BundleVacuumOptions cache_opts(uint64_t reserve, const char *cache) {
+        BundleVacuumOptions o = opts(reserve, NULL);
+        o.buildid_cache = cache;
+        return o;
+}
+
 static bool cache_has(const char *cache, unsigned i) {
         _cleanup_free_ char *p = NULL;
         ASSERT_TRUE(asprintf(&p, "%s/%02x/%038x", cache, i, i) > 0);
@@ -299,10 +305,9 @@ static void test_buildid_cache_max(void) {
         uint64_t each;
         _cleanup_free_ char *dir = make_dir_with_bundles(3, &each), *error = NULL, *cache = make_cache(dir, 4);
         BundleStorageLimits l = BUNDLE_STORAGE_LIMITS_UNLIMITED;
-        BundleVacuumOptions o = opts(0, NULL);
+        BundleVacuumOptions o = cache_opts(0, cache);
         BundleVacuumResult res;
 
-        o.buildid_cache = cache;
         l.buildid_cache_max = 2 * each;
         ASSERT_OK(bundle_vacuum(dir, &l, &o, &res, &error));
         ASSERT_EQ(res.n_cache_removed, 2);
@@ -329,10 +334,9 @@ static void test_buildid_cache_max_use(void) {
         uint64_t each;
         _cleanup_free_ char *dir = make_dir_with_bundles(3, &each), *error = NULL, *cache = make_cache(dir, 2);
         BundleStorageLimits l = BUNDLE_STORAGE_LIMITS_UNLIMITED;
-        BundleVacuumOptions o = opts(0, NULL);
+        BundleVacuumOptions o = cache_opts(0, cache);
         BundleVacuumResult res;
 
-        o.buildid_cache = cache;
         l.max_use = 4 * each;
         ASSERT_OK(bundle_vacuum(dir, &l, &o, &res, &error));
         ASSERT_EQ(res.n_cache_removed, 1);
@@ -358,10 +362,9 @@ static void test_buildid_cache_keep_free(void) {
         uint64_t each;
         _cleanup_free_ char *dir = make_dir_with_bundles(2, &each), *error = NULL, *cache = make_cache(dir, 3);
         BundleStorageLimits l = BUNDLE_STORAGE_LIMITS_UNLIMITED;
-        BundleVacuumOptions o = opts(2 * each, NULL);
+        BundleVacuumOptions o = cache_opts(2 * each, cache);
         BundleVacuumResult res;
 
-        o.buildid_cache = cache;
         o.fs_free_override = each;
         l.keep_free = each;
         l.max_bundles = 2; /* the new bundle's slot: b0 goes */

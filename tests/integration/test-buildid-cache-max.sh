@@ -38,3 +38,4 @@ grep -q "Removed [0-9]* build-id cache entr" "$tmp/log" || fail "no image went t
 used=$(cache_bytes)
 echo "build-id cache: $used bytes after 2 bundles, BuildIdCacheMax=${limit_kib}K"
 [ "$used" -le $((limit_kib * 1024)) ] || fail "the cache holds $used bytes, over BuildIdCacheMax=${limit_kib}K"
+stop_daemon

@@ -36,3 +36,4 @@ after=$(stat -c '%a %G' "$dir")
 [ "$after" = "$before" ] || fail "recreated as '$after', it was '$before' (mode, group)"
 grep -q "Bundle directory $dir was removed: created it again" "$tmp/log" || fail "the log does not say it was recreated"
 echo "bundle directory removed: recreated ($after) and the snapshot written"
+stop_daemon

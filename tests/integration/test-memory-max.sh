@@ -54,3 +54,4 @@ echo "RSS at rest $((rest / 1024)) MiB, peak $((peak / 1024)) MiB, MemoryMax=${m
      "(rings and one copy: $((2 * copy / 1024)) MiB); $n snapshots in 1 s: $written written, $refused refused Busy"
 [ "$written" -ge 1 ] || fail "no snapshot was written"
 [ "$peak" -lt $((rest + copy)) ] || fail "RSS grew by a copy of the rings or more: MemoryMax= not held"
+stop_daemon

@@ -503,6 +503,16 @@ static const DecodeSymbol *lookup_kernel(DecodeSymbolizer *s, uint64_t addr) {
         return d;
 }
 
+/* A time at which v's version of p's address space holds. Without time
+ * conversion the view is every version at once (DECODE_VERSION_ALL), later
+ * mappings on top: a time after every change names the mapping that is on
+ * top, the one still mapped at the end. */
+static uint64_t view_time(const DecodeProcess *p, const DecodeView *v) {
+        if (v->version == DECODE_VERSION_ALL)
+                return DECODE_TIME_UNKNOWN;
+        return v->version == 0 ? 0 : decode_process_version_time(p, v->version - 1);
+}
+
 const DecodeSymbol *decode_symbolizer_lookup(DecodeSymbolizer *s, const DecodeView *v, uint64_t addr) {
         const DecodeSection *sec = v ? decode_view_find(v, addr) : NULL;
         const DecodeSymbol *res = NULL;
@@ -518,7 +528,7 @@ const DecodeSymbol *decode_symbolizer_lookup(DecodeSymbolizer *s, const DecodeVi
                 DecodeSymbol *d = u64map_get(&s->nocache, key);
                 if (!d && (d = new_symbol(s))) {
                         const DecodeProcess *p = v ? decode_context_process(s->ctx, v->pid) : NULL;
-                        const DecodeMapping *m = p ? decode_process_mapping_at(p, addr, p->n_versions && v->version ? p->versions[v->version - 1] : 0, NULL) : NULL;
+                        const DecodeMapping *m = p ? decode_process_mapping_at(p, addr, view_time(p, v), NULL) : NULL;
                         if (addr >= DECODE_KERNEL_START)
                                 d->dso = intern(s, "[kernel.kallsyms]");
                         else if (m)

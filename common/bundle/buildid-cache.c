@@ -50,6 +50,39 @@ int buildid_cache_new(const char *dir, BuildIdCache **ret) {
         return 0;
 }
 
+int buildid_cache_open(const char *dir, BuildIdCache **ret) {
+        struct stat st;
+
+        if (stat(dir, &st) < 0)
+                return -errno;
+        if (!S_ISDIR(st.st_mode))
+                return -ENOTDIR;
+        return buildid_cache_new(dir, ret);
+}
+
+int buildid_cache_remove_temporaries(const char *dir, unsigned *ret_removed) {
+        DIR *d = opendir(dir);
+        struct dirent *de;
+        unsigned n = 0;
+        int r = 0;
+
+        if (ret_removed)
+                *ret_removed = 0;
+        if (!d)
+                return errno == ENOENT ? 0 : -errno;
+        while ((de = readdir(d)))
+                if (startswith(de->d_name, ".tmp-")) {
+                        if (unlinkat(dirfd(d), de->d_name, 0) >= 0)
+                                n++;
+                        else if (errno != ENOENT && r == 0)
+                                r = -errno;
+                }
+        closedir(d);
+        if (ret_removed)
+                *ret_removed = n;
+        return r;
+}
+
 BuildIdCache *buildid_cache_free(BuildIdCache *c) {
         if (!c)
                 return NULL;

@@ -36,9 +36,15 @@ int buildid_cache_add_data(BuildIdCache *c, const void *data, size_t size, uint8
                            size_t *ret_id_size, char **ret_path, char **ret_error);
 
 /* Remove least recently used entries until the cache occupies at most
- * max_bytes (and leftover temporaries). BuildIdCacheMax= (ptraced.conf(5))
- * names that limit, but the daemon does not call this yet: only tests do,
- * and the cache grows without bound. */
+ * max_bytes (and temporaries older than a copy could take). Retention
+ * (common/bundle/vacuum.h) calls it with BuildIdCacheMax= and to make room. */
 int buildid_cache_trim(BuildIdCache *c, uint64_t max_bytes, unsigned *ret_removed);
-/* Bytes the cache occupies on disk (tests only, like the trim above). */
+/* Bytes the cache's entries occupy on disk. */
 int buildid_cache_usage(BuildIdCache *c, uint64_t *ret);
+/* The cache under dir when it exists: -ENOENT when it does not (it is
+ * made by the first copy, not by looking). */
+int buildid_cache_open(const char *dir, BuildIdCache **ret);
+/* Remove every temporary in the cache under dir, whatever its age: for
+ * start-up, when no copy can be under way (a kill during a copy leaves
+ * one). Returns how many; a missing cache is no error. */
+int buildid_cache_remove_temporaries(const char *dir, unsigned *ret_removed);

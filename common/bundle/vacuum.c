@@ -17,6 +17,7 @@
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 
+#include "common/bundle/buildid-cache.h"
 #include "common/bundle/internal.h"
 #include "common/bundle/vacuum.h"
 
@@ -157,8 +158,37 @@ _printf_(3, 4) static void set_allowed(BundleVacuumResult *res, uint64_t size, c
         va_end(ap);
 }
 
+/* Bytes to free so that MaxUse= and KeepFree= hold with room for reserve. */
+static uint64_t bytes_over(const BundleStorageLimits *limits, uint64_t use, uint64_t fs_free, uint64_t reserve) {
+        uint64_t over = 0;
+
+        if (limits->max_use != UINT64_MAX && use + reserve > limits->max_use)
+                over = use + reserve - limits->max_use;
+        if (fs_free < reserve + limits->keep_free)
+                over = MAX(over, reserve + limits->keep_free - fs_free);
+        return over;
+}
+
+/* Trim the cache to max_bytes; what went is added to res. */
+static int cache_trim(BuildIdCache *cache, uint64_t max_bytes, BundleVacuumResult *res) {
+        unsigned removed = 0;
+        uint64_t after;
+        int r;
+
+        r = buildid_cache_trim(cache, max_bytes, &removed);
+        if (r >= 0)
+                r = buildid_cache_usage(cache, &after);
+        if (r < 0)
+                return r;
+        res->n_cache_removed += removed;
+        res->cache_bytes_removed += res->cache_use - MIN(res->cache_use, after);
+        res->cache_use = after;
+        return 0;
+}
+
 int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const BundleVacuumOptions *opts,
                   BundleVacuumResult *ret, char **ret_error) {
+        _cleanup_(buildid_cache_freep) BuildIdCache *cache = NULL;
         BundleVacuumOptions o = opts ? *opts : (BundleVacuumOptions){ .fs_free_override = UINT64_MAX };
         BundleVacuumResult res = { .allowed_size = UINT64_MAX };
         Item *items = NULL;
@@ -174,6 +204,20 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
         r = scan(d, o.exclude, &items, &n);
         if (r < 0)
                 goto finish;
+
+        if (o.buildid_cache) {
+                r = buildid_cache_open(o.buildid_cache, &cache);
+                if (r == -ENOENT)
+                        r = 0;
+                else if (r >= 0 && (r = buildid_cache_usage(cache, &res.cache_use)) >= 0 &&
+                         res.cache_use > limits->buildid_cache_max)
+                        r = cache_trim(cache, limits->buildid_cache_max, &res);
+                if (r < 0) {
+                        r = set_error_message(r, ret_error, "cannot trim the build-id cache %s: %m",
+                                              o.buildid_cache);
+                        goto finish;
+                }
+        }
 
         if (o.fs_free_override != UINT64_MAX)
                 fs_free = o.fs_free_override;
@@ -193,6 +237,9 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
                         removable_n++;
                 }
         }
+        /* The cache counts and can all go. */
+        use += res.cache_use;
+        removable_use += res.cache_use;
 
         /* Can it ever fit? Checked before anything is removed. */
         if (o.reserve > 0) {
@@ -230,7 +277,19 @@ int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const Bund
                 }
         }
 
-        /* Oldest first until every limit holds (with room for reserve). */
+        /* The cache's least recently used entries first, then the bundles,
+         * oldest first, until every limit holds (with room for reserve). */
+        uint64_t excess = bytes_over(limits, use, fs_free, o.reserve);
+        if (excess > 0 && cache && res.cache_use > 0) {
+                uint64_t before = res.cache_use;
+                r = cache_trim(cache, before > excess ? before - excess : 0, &res);
+                if (r < 0) {
+                        r = set_error_message(r, ret_error, "cannot trim the build-id cache %s: %m",
+                                              o.buildid_cache);
+                        goto finish;
+                }
+                freed += before - res.cache_use;
+        }
         for (size_t i = 0; i < n; i++) {
                 uint64_t cur_use = use - freed, cur_free = fs_free + freed;
                 size_t cur_n = n - n_remove;

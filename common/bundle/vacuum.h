@@ -30,6 +30,7 @@ typedef struct BundleStorageLimits {
         uint64_t keep_free;       /* KeepFree=: free space to leave on the file system; 0 = none */
         uint64_t max_bundles;     /* MaxBundles=; UINT64_MAX = no limit */
         uint64_t max_bundle_size; /* MaxBundleSize=; UINT64_MAX = no limit */
+        uint64_t buildid_cache_max; /* BuildIdCacheMax=; UINT64_MAX = no limit */
 } BundleStorageLimits;
 
 #define BUNDLE_STORAGE_LIMITS_UNLIMITED                                                                      \
@@ -38,6 +39,7 @@ typedef struct BundleStorageLimits {
                 .keep_free = 0,                                                                             \
                 .max_bundles = UINT64_MAX,                                                                  \
                 .max_bundle_size = UINT64_MAX,                                                              \
+                .buildid_cache_max = UINT64_MAX,                                                            \
         })
 
 typedef struct BundleVacuumOptions {
@@ -47,6 +49,12 @@ typedef struct BundleVacuumOptions {
         uint64_t reserve;
         /* A bundle file name never removed (the one just written). */
         const char *exclude;
+        /* The build-id cache's directory (common/bundle/buildid-cache.h),
+         * or NULL. It is trimmed to BuildIdCacheMax= first, whatever else
+         * happens; it counts in MaxUse= (and takes space KeepFree= keeps),
+         * and its least recently used entries go before any bundle: it
+         * only saves copying again, a bundle is history. */
+        const char *buildid_cache;
         /* Free bytes on the file system; UINT64_MAX = ask fstatvfs(). For
          * tests and callers that already measured. */
         uint64_t fs_free_override;
@@ -56,7 +64,10 @@ typedef struct BundleVacuumResult {
         unsigned n_removed;
         uint64_t bytes_removed;
         unsigned n_bundles; /* remaining, excluded one included */
-        uint64_t use;       /* bytes the remaining bundles occupy */
+        uint64_t use;       /* bytes the remaining bundles and the build-id cache occupy */
+        unsigned n_cache_removed;     /* build-id cache entries removed */
+        uint64_t cache_bytes_removed;
+        uint64_t cache_use;           /* bytes the build-id cache occupies now */
         /* When reserve > 0: how large the new bundle may grow without
          * breaking a limit, and which limit that is ("MaxUse=1.0G"), for
          * BundleWriterOptions.max_size/max_size_limit. UINT64_MAX and ""
@@ -70,11 +81,14 @@ typedef struct BundleVacuumResult {
  * were removed. */
 int bundle_dir_remove_leftovers(const char *dir, unsigned *ret_removed);
 
-/* Remove bundles, oldest first, until every limit holds with room for
- * opts->reserve. Returns -ENOSPC (KeepFree=/MaxUse=/MaxBundles= cannot be
- * met even with every other bundle gone) or -EFBIG (reserve is over
- * MaxBundleSize=), with *ret_error naming the limit and the figures; in
- * that case nothing was removed. opts NULL = reserve 0, no exclude. */
+/* Trim the build-id cache to BuildIdCacheMax=, then remove its least
+ * recently used entries and bundles, oldest first, until every limit
+ * holds with room for opts->reserve. Returns -ENOSPC (KeepFree=/MaxUse=/
+ * MaxBundles= cannot be met even with every other bundle and the whole
+ * cache gone) or -EFBIG (reserve is over MaxBundleSize=), with *ret_error
+ * naming the limit and the figures; in that case nothing was removed but
+ * what BuildIdCacheMax= alone removes. opts NULL = reserve 0, no exclude,
+ * no cache. */
 int bundle_vacuum(const char *dir, const BundleStorageLimits *limits, const BundleVacuumOptions *opts,
                   BundleVacuumResult *ret, char **ret_error);
 

@@ -38,6 +38,8 @@ int control_config_check(const ControlConfig *c, char **ret_error) {
                 bad = "[Control] Socket= is too long for a Unix socket (at most 107 bytes)";
         else if (c->max_connections < 1 || c->max_connections > 4096)
                 bad = "[Control] MaxConnections= must be between 1 and 4096";
+        else if (c->max_connections_per_user < 1)
+                bad = "[Control] MaxConnectionsPerUser= must be at least 1";
         else if (c->timeout < USEC_PER_MSEC)
                 bad = "[Control] TimeoutSec= must be at least 1ms, e.g. 10s";
         else if (c->ack_fifo && !c->fifo)

@@ -23,6 +23,7 @@ typedef struct ControlConfig {
         uint32_t socket_mode;
         int read_only_access;     /* ControlAccess */
         uint32_t max_connections;
+        uint32_t max_connections_per_user; /* of one UID that is not root or in group ptraced */
         usec_t timeout;           /* a connection must complete each call within this */
         char *fifo;               /* perf's --control fifo:CTL; NULL = none */
         char *ack_fifo;           /* and its ACK; NULL = no acks */

@@ -26,6 +26,7 @@
 #include "daemon/control/fifo.h"
 #include "daemon/control/listen.h"
 #include "daemon/control/methods.h"
+#include "daemon/control/refusals.h"
 #include "daemon/control/server.h"
 
 /* Below the recorder's sources (priority 0) and far below freezes: a storm
@@ -36,7 +37,6 @@
  * most a few hundred KiB). */
 #define CONTROL_OUTPUT_MAX ((size_t) 8 * 1024 * 1024)
 #define TIMER_ACCURACY (50 * USEC_PER_MSEC)
-#define REFUSAL_LOG_INTERVAL (10 * USEC_PER_SEC)
 #define ACCEPT_RETRY (250 * USEC_PER_MSEC)
 #define PEER_GROUPS_MAX 65536
 
@@ -47,6 +47,8 @@ struct ControlServer {
         mode_t socket_mode;
         ControlAccess read_only_access;
         unsigned max_connections;
+        unsigned max_per_user; /* connections of one unprivileged UID */
+        unsigned reserved;     /* connections only root and group ptraced may take */
         usec_t timeout;
         char *directory;
         char *source;
@@ -64,13 +66,13 @@ struct ControlServer {
 
         Connection *connections;
         unsigned n_connections;
+        unsigned n_unprivileged;
 
         ControlTickets *tickets;
         ControlFifo *fifo;
 
         ControlStats stats;
-        usec_t refusal_logged_at; /* connection refusals are logged at most every 10 s */
-        uint64_t refusals_unlogged;
+        RefusalLog refused_connections, refused_snapshots;
 };
 
 struct Connection {
@@ -158,6 +160,8 @@ static Connection *connection_free(Connection *c) {
         if (c->next)
                 c->next->prev = c->prev;
         s->n_connections--;
+        if (!c->privileged)
+                s->n_unprivileged--;
         sd_event_source_disable_unref(c->io);
         sd_event_source_disable_unref(c->timer);
         safe_close(c->fd);
@@ -504,7 +508,7 @@ static void connection_dispatch(Connection *c, const char *msg, size_t size) {
                              snapshot ? "" : ", or [Control] ReadOnlyAccess=everyone in ptraced.conf",
                              PTRACED_GROUP) < 0)
                         text = NULL;
-                if (snapshot)
+                if (snapshot && refusal_log_should_log(&s->refused_snapshots, s->event, c->peer.uid))
                         log_struct(LOG_WARNING, 0, FIELDS("MESSAGE_ID=" MSGID_SNAPSHOT_REFUSED),
                                    "Snapshot requested by UID %u (PID %d) refused: not root or in group %s",
                                    (unsigned) c->peer.uid, (int) c->peer.pid, PTRACED_GROUP);
@@ -557,7 +561,6 @@ static bool peer_in_group(int fd, const struct ucred *peer, gid_t group) {
 static void refuse_connection(ControlServer *s, int fd, const struct ucred *peer, const char *why) {
         _cleanup_free_ char *data = NULL;
         struct json_object *p = message_object(why);
-        usec_t now = now_usec(CLOCK_MONOTONIC);
         size_t size;
 
         /* The client reads this as the answer to its first call. */
@@ -569,20 +572,16 @@ static void refuse_connection(ControlServer *s, int fd, const struct ucred *peer
         safe_close(fd);
 
         s->stats.refused++;
-        if (now >= s->refusal_logged_at + REFUSAL_LOG_INTERVAL) {
-                log_notice("Refused a control connection from PID %d (UID %u): %s%s", (int) peer->pid,
-                           (unsigned) peer->uid, why,
-                           s->refusals_unlogged > 0 ? " (more refusals since the last message)" : "");
-                s->refusal_logged_at = now;
-                s->refusals_unlogged = 0;
-        } else
-                s->refusals_unlogged++;
+        if (refusal_log_should_log(&s->refused_connections, s->event, peer->uid))
+                log_notice("Refused a control connection from PID %d (UID %u): %s", (int) peer->pid,
+                           (unsigned) peer->uid, why);
 }
 
 static void server_accept(ControlServer *s, int fd) {
         struct ucred peer = {};
         socklen_t len = sizeof peer;
-        unsigned same_user = 0, per_user_max = MAX(s->max_connections / 2, 1U);
+        unsigned same_user = 0;
+        bool privileged;
         Connection *c;
         int r;
 
@@ -591,18 +590,30 @@ static void server_accept(ControlServer *s, int fd) {
                 safe_close(fd);
                 return;
         }
-        for (Connection *i = s->connections; i; i = i->next)
-                if (i->peer.uid == peer.uid)
-                        same_user++;
+        privileged = peer.uid == 0 || (s->have_group && peer_in_group(fd, &peer, s->group));
+        /* Whoever can connect (SocketMode=0666) must not lock root and group
+         * ptraced out: unprivileged peers share what the reserved slots
+         * leave, and one UID of them at most MaxConnectionsPerUser=. */
         if (s->n_connections >= s->max_connections) {
                 refuse_connection(s, fd, &peer,
                                   "too many connections ([Control] MaxConnections=); retry when others are done");
                 return;
         }
-        if (peer.uid != 0 && same_user >= per_user_max) {
-                refuse_connection(s, fd, &peer,
-                                  "too many connections from this user (half of [Control] MaxConnections=)");
-                return;
+        if (!privileged) {
+                for (Connection *i = s->connections; i; i = i->next)
+                        if (!i->privileged && i->peer.uid == peer.uid)
+                                same_user++;
+                if (s->n_unprivileged + s->reserved >= s->max_connections) {
+                        refuse_connection(s, fd, &peer,
+                                          "too many connections; the remaining ones are kept for root and group "
+                                          PTRACED_GROUP " ([Control] MaxConnections=)");
+                        return;
+                }
+                if (same_user >= s->max_per_user) {
+                        refuse_connection(s, fd, &peer,
+                                          "too many connections from this user ([Control] MaxConnectionsPerUser=)");
+                        return;
+                }
         }
 
         c = calloc(1, sizeof(*c));
@@ -614,7 +625,7 @@ static void server_accept(ControlServer *s, int fd) {
         c->server = s;
         c->fd = fd;
         c->peer = peer;
-        c->privileged = peer.uid == 0 || (s->have_group && peer_in_group(fd, &peer, s->group));
+        c->privileged = privileged;
         c->progress_at = now_usec(CLOCK_MONOTONIC);
         varlink_buffer_init(&c->in, VARLINK_CALL_MAX);
         c->next = s->connections;
@@ -622,6 +633,8 @@ static void server_accept(ControlServer *s, int fd) {
                 s->connections->prev = c;
         s->connections = c;
         s->n_connections++;
+        if (!privileged)
+                s->n_unprivileged++;
         s->stats.accepted++;
 
         r = sd_event_add_io(s->event, &c->io, fd, EPOLLIN, on_connection_io, c);
@@ -719,7 +732,12 @@ int control_server_new(const ControlServerOptions *o, ControlServer **ret) {
         s->socket_mode = o->config->socket_mode;
         s->read_only_access = o->config->read_only_access;
         s->max_connections = o->config->max_connections;
+        s->max_per_user = o->config->max_connections_per_user;
+        /* A quarter is kept for root and group ptraced. */
+        s->reserved = s->max_connections / 4;
         s->timeout = o->config->timeout;
+        refusal_log_init(&s->refused_connections, "control connections", LOG_NOTICE);
+        refusal_log_init(&s->refused_snapshots, "snapshot requests of unprivileged peers", LOG_WARNING);
         if (o->service)
                 s->service = *o->service;
         s->context = (ControlContext){
@@ -788,6 +806,8 @@ ControlServer *control_server_free(ControlServer *s) {
                         connection_send(c);
                 connection_free(c);
         }
+        refusal_log_done(&s->refused_connections);
+        refusal_log_done(&s->refused_snapshots);
         s->fifo = control_fifo_free(s->fifo);
         /* After the slots that pointed at them: requests still with the
          * service answer nobody from now on. */

@@ -2,15 +2,23 @@
 
 #include <cpuid.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 
 #include "common/basic/fileio.h"
 #include "common/basic/parse-util.h"
+#include "common/bundle/buildid-cache.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
 #include "common/pt/scan.h"
 #include "daemon/dump/assemble.h"
 
 /* ---- the manifest ---- */
+
+/* The build-id cache, beside the bundles (a hidden directory: no bundle). */
+static char *buildid_cache_dir(const char *directory) {
+        char *p;
+        return asprintf(&p, "%s/.build-id", directory) < 0 ? NULL : p;
+}
 
 static int fill_manifest(const DumpSources *src, DumpJob *j, TriggerRequest *first, const RecorderSnapshot *s) {
         BundleManifest *mf = j->manifest;
@@ -285,7 +293,7 @@ int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, Trig
                 return k;
 
         j->directory = strdup(settings->directory);
-        if (!j->directory || asprintf(&j->buildid_cache, "%s/.build-id", settings->directory) < 0)
+        if (!j->directory || !(j->buildid_cache = buildid_cache_dir(settings->directory)))
                 return -ENOMEM;
         j->writer = BUNDLE_WRITER_OPTIONS_DEFAULT;
         j->writer.compress = settings->compress;
@@ -302,7 +310,7 @@ int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, Trig
 /* ---- retention ---- */
 
 int dump_job_make_room(const DumpSettings *settings, DumpJob *j, BundleVacuumResult *ret, char **ret_error) {
-        BundleVacuumOptions vo = { .fs_free_override = UINT64_MAX };
+        BundleVacuumOptions vo = { .fs_free_override = UINT64_MAX, .buildid_cache = j->buildid_cache };
         uint64_t estimate = j->sideband.size;
         int k;
 
@@ -323,13 +331,36 @@ int dump_job_make_room(const DumpSettings *settings, DumpJob *j, BundleVacuumRes
 }
 
 int dump_vacuum(const DumpSettings *settings, const char *just_written, BundleVacuumResult *ret, char **ret_error) {
-        BundleVacuumOptions vo = { .exclude = just_written, .fs_free_override = UINT64_MAX };
+        _cleanup_free_ char *cache = buildid_cache_dir(settings->directory);
+        BundleVacuumOptions vo = { .exclude = just_written, .fs_free_override = UINT64_MAX, .buildid_cache = cache };
 
+        if (!cache)
+                return -ENOMEM;
         return bundle_vacuum(settings->directory, &settings->limits, &vo, ret, ret_error);
 }
 
+int dump_directory_ensure(const DumpSettings *settings) {
+        struct stat st;
+        int k;
+
+        if (stat(settings->directory, &st) >= 0)
+                return 0;
+        if (errno != ENOENT)
+                return -errno;
+        k = mkdir_p(settings->directory, settings->directory_mode & 07777);
+        if (k < 0)
+                return k;
+        /* mkdir() applied the umask; the group is ours to give when we are
+         * in it (ptraced runs with SupplementaryGroups=ptraced). */
+        if (chmod(settings->directory, settings->directory_mode & 07777) < 0 ||
+            chown(settings->directory, (uid_t) -1, settings->directory_gid) < 0)
+                return -errno;
+        return 1;
+}
+
 int dump_directory_prepare(const char *directory, unsigned *ret_removed, int *ret_cleanup_error) {
-        _cleanup_free_ char *staging = NULL;
+        _cleanup_free_ char *staging = NULL, *cache = NULL;
+        unsigned cache_tmps = 0;
         int k;
 
         *ret_removed = 0;
@@ -337,9 +368,14 @@ int dump_directory_prepare(const char *directory, unsigned *ret_removed, int *re
         k = mkdir_p(directory, 0750);
         if (k < 0)
                 return k;
-        if (asprintf(&staging, "%s/.staging", directory) < 0)
+        if (asprintf(&staging, "%s/.staging", directory) < 0 || !(cache = buildid_cache_dir(directory)))
                 return -ENOMEM;
         (void) rm_rf(staging); /* images staged by a dump that never finished */
         *ret_cleanup_error = MIN(bundle_dir_remove_leftovers(directory, ret_removed), 0);
+        /* No copy into the cache is under way before the dump thread runs. */
+        k = buildid_cache_remove_temporaries(cache, &cache_tmps);
+        if (k < 0 && *ret_cleanup_error == 0)
+                *ret_cleanup_error = k;
+        *ret_removed += cache_tmps;
         return 0;
 }

@@ -33,6 +33,10 @@ typedef struct DumpSettings {
         uint64_t image_budget;   /* user images per bundle */
         uint64_t image_max;      /* one image */
         BundleStorageLimits limits;
+        /* The directory's mode and group as found at start: it is
+         * recreated so when someone removes it (dump_directory_ensure()). */
+        mode_t directory_mode;
+        gid_t directory_gid;
 } DumpSettings;
 
 /* Where a bundle's content comes from; all the caller's. */
@@ -67,7 +71,13 @@ int dump_job_make_room(const DumpSettings *settings, DumpJob *j, BundleVacuumRes
 int dump_vacuum(const DumpSettings *settings, const char *just_written, BundleVacuumResult *ret, char **ret_error);
 
 /* At start-up: create the directory (its errors are returned), and remove
- * what an interrupted dump left: staged images, partial bundles
- * (*ret_removed counts them; *ret_cleanup_error is 0 or why the clean-up
- * failed, which is not fatal). */
+ * what an interrupted dump left: staged images, partial bundles and
+ * temporaries of the build-id cache (*ret_removed counts the last two;
+ * *ret_cleanup_error is 0 or why the clean-up failed, which is not fatal). */
 int dump_directory_prepare(const char *directory, unsigned *ret_removed, int *ret_cleanup_error);
+
+/* Before each dump: when the directory is gone (rm -rf by hand, a
+ * clean-up script), create it again, parents included, with
+ * settings->directory_mode and directory_gid. 1 when it was recreated, 0
+ * when it was there. */
+int dump_directory_ensure(const DumpSettings *settings);

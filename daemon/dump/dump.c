@@ -355,17 +355,41 @@ int dumper_new(Dumper **ret) {
         return 0;
 }
 
+static void dumper_join(Dumper *d) {
+        if (!d->started)
+                return;
+        pthread_mutex_lock(&d->lock);
+        d->quit = true;
+        pthread_cond_broadcast(&d->cond);
+        pthread_mutex_unlock(&d->lock);
+        pthread_join(d->thread, NULL);
+        d->started = false;
+}
+
+void dumper_stop(Dumper *d) {
+        pthread_mutex_lock(&d->lock);
+        DumpJob **a = d->n_todo > 0 ? reallocarray(d->done, d->n_done + d->n_todo, sizeof(DumpJob *)) : NULL;
+        if (a) {
+                d->done = a;
+                for (size_t i = 0; i < d->n_todo; i++) {
+                        DumpJob *j = d->todo[i];
+                        (void) job_fail(j, -ECANCELED, "ptraced stopped before writing the bundle");
+                        d->done[d->n_done++] = j;
+                }
+                d->n_todo = 0;
+                uint64_t one = 1;
+                (void) !write(d->fd, &one, sizeof one);
+        }
+        /* Without memory to hand them back the thread writes them all. */
+        pthread_mutex_unlock(&d->lock);
+        dumper_join(d);
+}
+
 Dumper *dumper_free(Dumper *d) {
         if (!d)
                 return NULL;
-        if (d->started) {
-                /* Finish what was queued: a snapshot taken is a bundle owed. */
-                pthread_mutex_lock(&d->lock);
-                d->quit = true;
-                pthread_cond_broadcast(&d->cond);
-                pthread_mutex_unlock(&d->lock);
-                pthread_join(d->thread, NULL);
-        }
+        /* Finish what was queued: a snapshot taken is a bundle owed. */
+        dumper_join(d);
         for (size_t i = 0; i < d->n_todo; i++)
                 dump_job_free(d->todo[i]);
         for (size_t i = 0; i < d->n_done; i++)

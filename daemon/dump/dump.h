@@ -54,6 +54,8 @@ typedef struct DumpJob {
         uint64_t size;    /* bytes on disk */
         nsec_t started_at, finished_at;
         nsec_t cpu_ns;    /* the dump thread's CPU time for this job (for MaxDumpCPUPercent=) */
+
+        uint64_t held_bytes; /* trace copies the job held when queued (the queue's MemoryMax= account) */
 } DumpJob;
 
 DumpJob *dump_job_free(DumpJob *j);
@@ -71,6 +73,10 @@ Dumper *dumper_free(Dumper *d); /* waits for the job in progress */
 DEFINE_TRIVIAL_CLEANUP_FUNC(Dumper *, dumper_free);
 /* Takes ownership of the job. */
 int dumper_submit(Dumper *d, DumpJob *j);
+/* Stop: jobs not started yet are not written (they come back finished
+ * with -ECANCELED), the one being written is finished; returns when the
+ * thread is gone. dumper_take() still hands out every finished job. */
+void dumper_stop(Dumper *d);
 /* Readable when finished jobs wait to be taken. */
 int dumper_fd(Dumper *d);
 /* A finished job (1), none (0). */

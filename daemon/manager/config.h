@@ -48,6 +48,7 @@ typedef struct PtracedConfig {
         uint64_t image_budget;      /* user images per bundle */
         uint64_t image_max;         /* one image */
         uint64_t buildid_cache_max; /* the build-id cache under the state directory */
+        usec_t stop_timeout;        /* writing the bundles owed when asked to stop */
 
         /* [Control] */
         ControlConfig control;

@@ -3,6 +3,7 @@
 #include <inttypes.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <sys/stat.h>
 
 #include <systemd/sd-daemon.h>
 
@@ -19,6 +20,7 @@
 #include "daemon/dump/assemble.h"
 #include "daemon/dump/dump.h"
 #include "daemon/manager/cpus.h"
+#include "daemon/manager/dumps.h"
 #include "daemon/manager/intake.h"
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
@@ -36,7 +38,7 @@
 struct Manager {
         PtracedConfig config;
         sd_event *event;
-        sd_event_source *sig_term, *sig_int, *sig_usr2, *tick, *freeze_io, *dump_io, *watchdog;
+        sd_event_source *sig_term, *sig_int, *sig_usr2, *tick, *freeze_io, *watchdog;
         sd_event_source **sb_io;
         size_t n_sb_io;
         usec_t watchdog_usec;
@@ -57,7 +59,9 @@ struct Manager {
         SnapshotRequests *requests;
         uint64_t snapshot_seq;
         DumpSettings dump; /* points into config */
-        Dumper *dumper;
+        DumpQueue *dumps;  /* the bundles owed: daemon/manager/dumps.c */
+        bool stopping;     /* SIGTERM: no new snapshot, the owed bundles are written */
+        bool copies_withheld; /* no copy for the next snapshot until a bundle is written: MemoryMax= */
 
         TriggerGovernor *governor; /* rate limits, warm-up, duplicates: daemon/trigger/governor.c */
         TriggerSet *triggers;      /* [Trigger:NAME] and heartbeat watchdogs: daemon/trigger/set.c */
@@ -237,6 +241,11 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
 
         if (!t)
                 return;
+        if (m->stopping) {
+                snapshot_request_fail(m->requests, t, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN, 0,
+                                      "ptraced is stopping");
+                return;
+        }
         if (recorder_freezing(m->recorder)) {
                 /* Joining the freeze under way is the coalescing: same bundle. */
                 if (snapshot_requests_join(m->requests, t) >= 0)
@@ -262,6 +271,14 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
                                       why ? ": " : "", strempty(why));
                 return;
         }
+        if (k == -ENOBUFS && m->copies_withheld) {
+                char mm[FORMAT_BYTES_MAX];
+                snapshot_request_fail(m->requests, t, k, PTRACED_ERROR_BUSY, 0,
+                                      "no memory for another snapshot until a bundle being written is done: "
+                                      "MemoryMax=%s holds the trace buffers and the copies of the bundles owed",
+                                      format_bytes(mm, sizeof mm, m->config.memory_max));
+                return;
+        }
         if (k == -ENOBUFS) {
                 snapshot_request_fail(m->requests, t, k, PTRACED_ERROR_BUSY, 0,
                                       "memory for the next snapshot is not ready (the previous one is being handed "
@@ -277,12 +294,6 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
         if (snapshot_requests_join(m->requests, t) < 0)
                 return;
         m->stats.snapshots++;
-}
-
-static void log_vacuum(const BundleVacuumResult *vr, const char *why) {
-        if (vr->n_removed > 0)
-                log_info("Removed %u old bundle%s (%" PRIu64 " bytes)%s", vr->n_removed, vr->n_removed == 1 ? "" : "s",
-                         vr->bytes_removed, why);
 }
 
 /* The snapshot is frozen and copied: on to the dump stage. */
@@ -314,6 +325,13 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         }
         TAKE_PTR(snapshot); /* the job's */
 
+        k = dump_directory_ensure(&m->dump);
+        if (k > 0)
+                log_warning("Bundle directory %s was removed: created it again (mode %04o, group %u)",
+                            m->dump.directory, (unsigned) m->dump.directory_mode, (unsigned) m->dump.directory_gid);
+        else if (k < 0)
+                log_warning_errno(k, "Bundle directory %s is missing and cannot be created again: %m",
+                                  m->dump.directory);
         k = dump_job_make_room(&m->dump, j, &vr, &verr);
         if (k == -ENOSPC || k == -EFBIG) {
                 /* Even with every old bundle gone this one would break a
@@ -328,20 +346,38 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         if (k < 0)
                 log_warning_errno(k, "Failed to vacuum %s before a dump, ignoring: %s", m->dump.directory, strna(verr));
         else
-                log_vacuum(&vr, " to make room");
+                dump_queue_log_vacuum(&vr, " to make room");
 
         k = snapshot_requests_dispatch(m->requests, seq);
         if (k < 0) {
                 dump_job_free(j);
                 return;
         }
-        k = dumper_submit(m->dumper, j);
-        if (k < 0) {
-                log_error_errno(k, "Failed to queue the bundle for writing: %m");
-                SnapshotResult res = { .error = k, .error_name = PTRACED_ERROR_FAILED,
-                                       .error_text = "cannot queue the bundle for writing" };
-                snapshot_requests_complete(m->requests, seq, &res);
-        }
+        dump_queue_submit(m->dumps, j);
+}
+
+/* MemoryMax= holds the rings and one copy of them, prepared for the next
+ * snapshot (lookback.c sizes the rings so). A snapshot takes that copy to
+ * the dump queue; a new one is prepared only while the copies the bundles
+ * owed still hold leave room for it, else once a bundle is written
+ * (on_bundle_finished). Meanwhile a trigger is refused (Busy, naming
+ * MemoryMax=) instead of growing the daemon by a copy per queued bundle:
+ * refusing says plainly that this moment was not recorded, where joining
+ * a queued bundle would answer with a bundle of an earlier moment. */
+static void replenish(Manager *m) {
+        uint64_t reserved = 2 * cpu_slots(recorder_n_cpus(m->recorder)) * m->lookback.aux_size;
+        int k;
+
+        m->copies_withheld = reserved + dump_queue_held_bytes(m->dumps) > m->config.memory_max;
+        if (m->copies_withheld)
+                return;
+        k = recorder_replenish(m->recorder);
+        if (k < 0)
+                log_warning_errno(k, "Failed to allocate memory for the next snapshot, ignoring: %m");
+}
+
+static void on_bundle_finished(void *userdata) {
+        replenish(userdata);
 }
 
 static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -354,15 +390,12 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
         k = recorder_collect(m->recorder, &s);
         if (k == -EAGAIN)
                 return 0;
-        if (k >= 0)
-                k = recorder_replenish(m->recorder);
-        if (k < 0)
-                log_warning_errno(k, "Failed to allocate memory for the next snapshot, ignoring: %m");
 
         n_reqs = snapshot_requests_n_freezing(m->requests);
         if (!s || n_reqs == 0) {
                 snapshot_requests_fail_freezing(m->requests, -EIO, PTRACED_ERROR_FAILED, "the snapshot was lost");
                 recorder_snapshot_free(s);
+                replenish(m);
                 return 0;
         }
 
@@ -387,71 +420,8 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
                    s->n_cpus, first->reason, first->source, m->stats.last_freeze_latency_ns / 1000,
                    max_blackout / 1000, n_reqs > 1 ? ", coalescing further triggers" : "");
         snapshot_to_dump(m, s);
-        return 0;
-}
-
-static void vacuum_after_dump(Manager *m, const char *just_written) {
-        _cleanup_free_ char *error = NULL;
-        BundleVacuumResult vr;
-        int k;
-
-        k = dump_vacuum(&m->dump, just_written, &vr, &error);
-        if (k < 0)
-                log_warning_errno(k, "Failed to vacuum %s, ignoring: %s", m->dump.directory, strna(error));
-        else
-                log_vacuum(&vr, ": [Storage] limits");
-}
-
-static void log_bundle_written(const DumpJob *job) {
-        _cleanup_free_ char *fp = NULL, *fr = NULL, *fs = NULL, *fz = NULL, *fc = NULL;
-        char sz[FORMAT_BYTES_MAX];
-
-        if (asprintf(&fp, "BUNDLE_PATH=%s", job->path) < 0 ||
-            asprintf(&fr, "REASON=%s", job->manifest->trigger.reason) < 0 ||
-            asprintf(&fs, "SOURCE=%s", job->manifest->trigger.source) < 0 ||
-            asprintf(&fz, "SIZE=%" PRIu64, job->size) < 0 || asprintf(&fc, "CPUS=%zu", job->manifest->n_cpus) < 0) {
-                (void) log_oom();
-                return;
-        }
-        log_struct(LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_BUNDLE_WRITTEN, fp, fr, fs, fz, fc),
-                   "Bundle %s written (%s, %zu CPUs, %" PRIu64 " ms)", job->path,
-                   format_bytes(sz, sizeof sz, job->size), job->manifest->n_cpus,
-                   (job->finished_at - job->started_at) / NSEC_PER_MSEC);
-}
-
-static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
-        Manager *m = userdata;
-        DumpJob *j;
-
-        while (dumper_take(m->dumper, &j) > 0) {
-                _cleanup_(dump_job_freep) DumpJob *job = j;
-
-                if (job->error < 0) {
-                        m->stats.bundles_failed++;
-                        snprintf(m->last_error, sizeof m->last_error, "%s: %s", PTRACED_ERROR_DUMP_FAILED,
-                                 strna(job->error_text));
-                        log_struct(LOG_ERR, job->error, FIELDS("MESSAGE_ID=" MSGID_SNAPSHOT_FAILED),
-                                   "Bundle for '%s' not written: %s", job->manifest->trigger.reason,
-                                   strna(job->error_text));
-                } else {
-                        const char *slash = strrchr(job->path, '/');
-
-                        m->stats.bundles_written++;
-                        log_bundle_written(job);
-                        vacuum_after_dump(m, slash ? slash + 1 : job->path);
-                }
-
-                SnapshotResult res = {
-                        .error = job->error,
-                        .error_name = job->error < 0 ? PTRACED_ERROR_DUMP_FAILED : NULL,
-                        .error_text = job->error_text,
-                        .id = job->manifest->id,
-                        .path = job->path,
-                        .size = job->size,
-                        .dump_cpu_ns = job->cpu_ns,
-                };
-                snapshot_requests_complete(m->requests, job->seq, &res);
-        }
+        replenish(m);
+        dump_queue_check_drained(m->dumps);
         return 0;
 }
 
@@ -519,7 +489,10 @@ static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si,
 
         log_info("Received %s, stopping.", strsignal((int) si->ssi_signo));
         (void) sd_notify(false, "STOPPING=1");
-        return sd_event_exit(m->event, 0);
+        if (m->stopping || !m->dumps)
+                return sd_event_exit(m->event, 0); /* asked twice: now */
+        m->stopping = true;
+        return dump_queue_drain(m->dumps, m->config.stop_timeout);
 }
 
 /* ---- the service the triggers and the control server use ---- */
@@ -593,6 +566,7 @@ int manager_new(const PtracedConfig *config, PmuBackend *backend, Manager **ret)
                         .keep_free = m->config.keep_free,
                         .max_bundles = m->config.max_bundles,
                         .max_bundle_size = m->config.max_bundle_size,
+                        .buildid_cache_max = m->config.buildid_cache_max,
                 },
         };
         m->service = (SnapshotService){ &service_ops, m };
@@ -607,13 +581,12 @@ Manager *manager_free(Manager *m) {
         if (!m)
                 return NULL;
 
-        /* Requests still waiting get an answer: those of a freeze now, then,
-         * once the dumper wrote what was queued before it goes, those
-         * waiting for a bundle. */
+        /* Requests still waiting get an answer: those of a freeze now, then
+         * each bundle's, truthfully (written, or not written). */
         if (m->requests)
                 snapshot_requests_fail_freezing(m->requests, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN,
                                                 "ptraced is stopping");
-        m->dumper = dumper_free(m->dumper);
+        m->dumps = dump_queue_free(m->dumps);
         if (m->requests)
                 snapshot_requests_fail_in_flight(m->requests, -ESHUTDOWN, PTRACED_ERROR_SHUTTING_DOWN,
                                                  "ptraced stopped before the bundle was reported");
@@ -631,7 +604,6 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sig_usr2);
         sd_event_source_disable_unref(m->tick);
         sd_event_source_disable_unref(m->freeze_io);
-        sd_event_source_disable_unref(m->dump_io);
         sd_event_source_disable_unref(m->watchdog);
         trigger_governor_free(m->governor);
 
@@ -729,15 +701,17 @@ static int setup_storage(Manager *m) {
         k = dump_directory_prepare(m->dump.directory, &removed, &cleanup);
         if (k < 0)
                 return log_error_errno(k, "Failed to create the bundle directory %s: %m", m->dump.directory);
+        struct stat st;
+        if (stat(m->dump.directory, &st) < 0)
+                return log_error_errno(errno, "Failed to stat the bundle directory %s: %m", m->dump.directory);
+        m->dump.directory_mode = st.st_mode & 07777;
+        m->dump.directory_gid = st.st_gid;
         if (cleanup < 0)
                 log_warning_errno(cleanup, "Failed to remove leftovers in %s, ignoring: %m", m->dump.directory);
         else if (removed > 0)
-                log_info("Removed %u partial bundle%s left by an interrupted dump", removed, removed == 1 ? "" : "s");
-        vacuum_after_dump(m, NULL);
-
-        k = dumper_new(&m->dumper);
-        if (k < 0)
-                return log_error_errno(k, "Failed to start the dump thread: %m");
+                log_info("Removed %u partial bundle%s or build-id cache temporar%s left by an interrupted dump",
+                         removed, removed == 1 ? "" : "s", removed == 1 ? "y" : "ies");
+        dumps_vacuum(&m->dump, NULL);
         return 0;
 }
 
@@ -761,8 +735,19 @@ static int setup_event_sources(Manager *m) {
         if (k < 0)
                 return log_error_errno(k, "Failed to watch CPU hotplug: %m");
         k = sd_event_add_io(m->event, &m->freeze_io, recorder_freeze_fd(m->recorder), EPOLLIN, on_freeze_done, m);
-        if (k >= 0)
-                k = sd_event_add_io(m->event, &m->dump_io, dumper_fd(m->dumper), EPOLLIN, on_dump_done, m);
+        if (k >= 0) {
+                DumpQueueOptions o = {
+                        .event = m->event,
+                        .settings = &m->dump,
+                        .requests = m->requests,
+                        .stats = &m->stats,
+                        .last_error = m->last_error,
+                        .last_error_size = sizeof m->last_error,
+                        .finished = on_bundle_finished,
+                        .userdata = m,
+                };
+                k = dump_queue_new(&o, &m->dumps);
+        }
         if (k >= 0)
                 k = sd_event_add_time_relative(m->event, &m->tick, CLOCK_MONOTONIC, TICK_USEC, TICK_ACCURACY_USEC,
                                                on_tick, m);

@@ -142,3 +142,7 @@ void snapshot_requests_fail_in_flight(SnapshotRequests *q, int error, const char
                 batch_fail(q, &b, error, name, text);
         }
 }
+
+bool snapshot_requests_idle(SnapshotRequests *q) {
+        return q->freezing.n == 0 && q->n_in_flight == 0;
+}

@@ -49,3 +49,5 @@ void snapshot_requests_fail_freezing(SnapshotRequests *q, int error, const char 
 void snapshot_requests_complete(SnapshotRequests *q, uint64_t seq, const SnapshotResult *result);
 /* Fail every request waiting for a bundle. */
 void snapshot_requests_fail_in_flight(SnapshotRequests *q, int error, const char *name, const char *text);
+/* No request waits for a freeze or a bundle. */
+bool snapshot_requests_idle(SnapshotRequests *q);

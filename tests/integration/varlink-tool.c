@@ -11,6 +11,10 @@
  *   pipeline SOCKET METHOD JSON N          N calls in one write, print the N replies
  *   hold SOCKET N                          open N connections, call Status on
  *                                          each, print "served S refused R"
+ *   squat SOCKET N SECONDS                 hold N connections, calling GetInfo on
+ *                                          each every 4 s (within TimeoutSec=);
+ *                                          print "held H refused R" once all
+ *                                          were tried, exit after SECONDS
  *   slow SOCKET                            send half a call, report how long
  *                                          until the daemon gave up and what it said
  *   vanish SOCKET                          Snapshot(wait) then close at once
@@ -207,6 +211,52 @@ static int cmd_hold(int argc, char **argv) {
                 varlink_client_free(c[i]);
         free(c);
         return other ? 1 : 0;
+}
+
+/* One GetInfo on c: 1 answered, 0 refused (TooManyConnections), -1 other. */
+static int get_info(VarlinkClient *c) {
+        _cleanup_free_ char *error = NULL;
+        VarlinkReply r = {};
+        int k = varlink_client_call(c, VARLINK_METHOD_GET_INFO, NULL, 0, TIMEOUT, &r, &error), ret;
+
+        if (k < 0)
+                return -1;
+        ret = !r.error ? 1 : streq(r.error, PTRACED_ERROR_TOO_MANY_CONNECTIONS) ? 0 : -1;
+        varlink_reply_done(&r);
+        return ret;
+}
+
+static int cmd_squat(int argc, char **argv) {
+        unsigned n, seconds, held = 0, refused = 0;
+        VarlinkClient **c;
+        usec_t end;
+
+        if (argc != 5 || sscanf(argv[3], "%u", &n) != 1 || sscanf(argv[4], "%u", &seconds) != 1 || n == 0 ||
+            n > 4096)
+                die("usage: squat SOCKET N SECONDS");
+        end = now_usec(CLOCK_MONOTONIC) + seconds * USEC_PER_SEC;
+        c = calloc(n, sizeof(VarlinkClient *));
+        for (unsigned i = 0; i < n; i++) {
+                c[i] = connect_or_die(argv[2]);
+                int k = get_info(c[i]);
+                if (k < 0)
+                        die("GetInfo on connection %u failed", i);
+                if (k == 0)
+                        c[i] = varlink_client_free(c[i]);
+                k > 0 ? held++ : refused++;
+        }
+        printf("held %u refused %u\n", held, refused);
+        fflush(stdout);
+        while (now_usec(CLOCK_MONOTONIC) < end) {
+                sleep(4);
+                for (unsigned i = 0; i < n; i++)
+                        if (c[i] && get_info(c[i]) <= 0)
+                                c[i] = varlink_client_free(c[i]);
+        }
+        for (unsigned i = 0; i < n; i++)
+                varlink_client_free(c[i]);
+        free(c);
+        return 0;
 }
 
 static int cmd_slow(int argc, char **argv) {
@@ -418,7 +468,7 @@ static int cmd_storm(int argc, char **argv) {
 
 int main(int argc, char **argv) {
         if (argc < 2)
-                die("usage: varlink-tool call|raw|pipeline|hold|slow|vanish|notify-listen|storm ...");
+                die("usage: varlink-tool call|raw|pipeline|hold|squat|slow|vanish|notify-listen|storm ...");
         if (streq(argv[1], "call"))
                 return cmd_call(argc, argv);
         if (streq(argv[1], "raw"))
@@ -427,6 +477,8 @@ int main(int argc, char **argv) {
                 return cmd_pipeline(argc, argv);
         if (streq(argv[1], "hold"))
                 return cmd_hold(argc, argv);
+        if (streq(argv[1], "squat"))
+                return cmd_squat(argc, argv);
         if (streq(argv[1], "slow"))
                 return cmd_slow(argc, argv);
         if (streq(argv[1], "vanish"))

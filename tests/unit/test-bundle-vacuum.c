@@ -6,6 +6,7 @@
 #include <sys/file.h>
 #include <sys/stat.h>
 
+#include "common/bundle/buildid-cache.h"
 #include "common/bundle/vacuum.h"
 #include "bundle-test-util.h"
 
@@ -265,5 +266,144 @@ static void test_writer_respects_allowed_size(void) {
         rm_rf(dir);
 }
 
+/* A build-id cache beside the bundles: entries e0 (least recently used)
+ * .. e<n-1>, each FILE_SIZE; returns its directory. */
+static char *make_cache(const char *dir, unsigned n) {
+        char *cache = NULL;
+        uint8_t data[FILE_SIZE];
+
+        fill_random(data, sizeof data, 2);
+        ASSERT_TRUE(asprintf(&cache, "%s/.build-id", dir) > 0);
+        ASSERT_OK(mkdir(cache, 0700));
+        for (unsigned i = 0; i < n; i++) {
+                _cleanup_free_ char *sub = NULL, *p = NULL;
+                struct timespec ts[2] = { { 1600000000 + i * 60, 0 }, { 1600000000 + i * 60, 0 } };
+
+                ASSERT_TRUE(asprintf(&sub, "%s/%02x", cache, i) > 0);
+                ASSERT_OK(mkdir(sub, 0700));
+                ASSERT_TRUE(asprintf(&p, "%s/%038x", sub, i) > 0);
+                write_file(p, data, sizeof data);
+                ASSERT_OK(utimensat(AT_FDCWD, p, ts, 0));
+        }
+        return cache;
+}
+
+static BundleVacuumOptions cache_opts(uint64_t reserve, const char *cache) {
+        BundleVacuumOptions o = opts(reserve, NULL);
+        o.buildid_cache = cache;
+        return o;
+}
+
+static bool cache_has(const char *cache, unsigned i) {
+        _cleanup_free_ char *p = NULL;
+        ASSERT_TRUE(asprintf(&p, "%s/%02x/%038x", cache, i, i) > 0);
+        return access(p, F_OK) == 0;
+}
+
+/* BuildIdCacheMax= holds after every vacuum, least recently used first. */
+static void test_buildid_cache_max(void) {
+        uint64_t each;
+        _cleanup_free_ char *dir = make_dir_with_bundles(3, &each), *error = NULL, *cache = make_cache(dir, 4);
+        BundleStorageLimits l = BUNDLE_STORAGE_LIMITS_UNLIMITED;
+        BundleVacuumOptions o = cache_opts(0, cache);
+        BundleVacuumResult res;
+
+        l.buildid_cache_max = 2 * each;
+        ASSERT_OK(bundle_vacuum(dir, &l, &o, &res, &error));
+        ASSERT_EQ(res.n_cache_removed, 2);
+        ASSERT_EQ(res.cache_bytes_removed, 2 * each);
+        ASSERT_EQ(res.cache_use, 2 * each);
+        ASSERT_EQ(res.n_removed, 0);
+        ASSERT_FALSE(cache_has(cache, 0));
+        ASSERT_FALSE(cache_has(cache, 1));
+        ASSERT_TRUE(cache_has(cache, 3));
+        ASSERT_TRUE(exists(dir, "b0.tar"));
+
+        /* Even when a dump is refused, the cache keeps to its limit. */
+        l.buildid_cache_max = each;
+        l.max_bundle_size = each;
+        o.reserve = 2 * each;
+        ASSERT_ERROR(bundle_vacuum(dir, &l, &o, &res, &error), EFBIG);
+        ASSERT_FALSE(cache_has(cache, 2));
+        ASSERT_TRUE(cache_has(cache, 3));
+        rm_rf(dir);
+}
+
+/* The cache counts in MaxUse= and goes before any bundle. */
+static void test_buildid_cache_max_use(void) {
+        uint64_t each;
+        _cleanup_free_ char *dir = make_dir_with_bundles(3, &each), *error = NULL, *cache = make_cache(dir, 2);
+        BundleStorageLimits l = BUNDLE_STORAGE_LIMITS_UNLIMITED;
+        BundleVacuumOptions o = cache_opts(0, cache);
+        BundleVacuumResult res;
+
+        l.max_use = 4 * each;
+        ASSERT_OK(bundle_vacuum(dir, &l, &o, &res, &error));
+        ASSERT_EQ(res.n_cache_removed, 1);
+        ASSERT_EQ(res.n_removed, 0);
+        ASSERT_EQ(res.use, 4 * each);
+        ASSERT_FALSE(cache_has(cache, 0));
+        ASSERT_TRUE(cache_has(cache, 1));
+
+        /* Room for a new bundle: the rest of the cache, then the oldest bundle. */
+        o.reserve = 2 * each;
+        ASSERT_OK(bundle_vacuum(dir, &l, &o, &res, &error));
+        ASSERT_EQ(res.n_cache_removed, 1);
+        ASSERT_EQ(res.n_removed, 1);
+        ASSERT_EQ(res.cache_use, 0);
+        ASSERT_FALSE(exists(dir, "b0.tar"));
+        ASSERT_TRUE(exists(dir, "b1.tar"));
+        rm_rf(dir);
+}
+
+/* A cache that fills the file system no longer refuses every dump by
+ * KeepFree=: it is trimmed to make room. */
+static void test_buildid_cache_keep_free(void) {
+        uint64_t each;
+        _cleanup_free_ char *dir = make_dir_with_bundles(2, &each), *error = NULL, *cache = make_cache(dir, 3);
+        BundleStorageLimits l = BUNDLE_STORAGE_LIMITS_UNLIMITED;
+        BundleVacuumOptions o = cache_opts(2 * each, cache);
+        BundleVacuumResult res;
+
+        o.fs_free_override = each;
+        l.keep_free = each;
+        l.max_bundles = 2; /* the new bundle's slot: b0 goes */
+        ASSERT_OK(bundle_vacuum(dir, &l, &o, &res, &error));
+        ASSERT_EQ(res.n_cache_removed, 2);
+        ASSERT_TRUE(cache_has(cache, 2));
+        ASSERT_FALSE(exists(dir, "b0.tar"));
+        ASSERT_TRUE(exists(dir, "b1.tar"));
+
+        /* More than bundles and cache together can free: refused, nothing removed. */
+        o.reserve = 10 * each;
+        ASSERT_ERROR(bundle_vacuum(dir, &l, &o, &res, &error), ENOSPC);
+        ASSERT_CONTAINS(error, "KeepFree=");
+        ASSERT_TRUE(cache_has(cache, 2));
+        ASSERT_TRUE(exists(dir, "b1.tar"));
+        rm_rf(dir);
+}
+
+/* A copy killed half way leaves a temporary; start-up removes it, however
+ * young; a missing cache is no error. */
+static void test_buildid_cache_temporaries(void) {
+        uint64_t each;
+        _cleanup_free_ char *dir = make_dir_with_bundles(1, &each), *cache = make_cache(dir, 1), *tmp = NULL,
+                            *missing = NULL;
+        unsigned removed = 99;
+
+        ASSERT_TRUE(asprintf(&tmp, "%s/.tmp-AbC123", cache) > 0);
+        write_file(tmp, "x", 1);
+        ASSERT_OK(buildid_cache_remove_temporaries(cache, &removed));
+        ASSERT_EQ(removed, 1);
+        ASSERT_FALSE(access(tmp, F_OK) == 0);
+        ASSERT_TRUE(cache_has(cache, 0));
+        ASSERT_TRUE(asprintf(&missing, "%s/none", dir) > 0);
+        ASSERT_OK(buildid_cache_remove_temporaries(missing, &removed));
+        ASSERT_EQ(removed, 0);
+        rm_rf(dir);
+}
+
 RUN_TESTS(TEST(test_names), TEST(test_leftovers), TEST(test_max_bundles), TEST(test_max_use), TEST(test_keep_free),
-          TEST(test_max_bundle_size), TEST(test_exclude), TEST(test_writer_respects_allowed_size));
+          TEST(test_max_bundle_size), TEST(test_exclude), TEST(test_writer_respects_allowed_size),
+          TEST(test_buildid_cache_max), TEST(test_buildid_cache_max_use), TEST(test_buildid_cache_keep_free),
+          TEST(test_buildid_cache_temporaries));

@@ -1,0 +1,57 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# MemoryMax= holds under a burst of snapshots (issue 17, item 2). With
+# BufferSize=64M on 2 emulated CPUs and MemoryMax=256M, the rings and the
+# one copy prepared for the next snapshot fill MemoryMax=. Ten snapshots in
+# one second used to queue ten copies (RSS from 0.3 to 0.8 GB on 2 CPUs);
+# now a snapshot's copy goes to the dump and the next copy is made only
+# when a bundle is written, triggers meanwhile refused with Busy naming
+# MemoryMax=. Every request gets an answer: its bundle, or that refusal.
+# Prints the RSS peak against MemoryMax=; fails when the peak grows by a
+# copy of the rings or more over the daemon's RSS at rest.
+set -euo pipefail
+build=$1
+n=10 cpus=2 buffer_mib=64 memmax_mib=256
+. "$(dirname "$0")/sim-daemon.sh"
+
+avail=$(awk '/^MemAvailable:/ { print int($2 / 1024) }' /proc/meminfo)
+[ "$avail" -ge 1024 ] || { echo "SKIP: $avail MiB available, the test needs 1 GiB"; exit 77; }
+kib() { awk -v k="$1:" '$1 == k { print $2 }' "/proc/$daemon/status"; }
+
+sim_conf "$tmp/c.conf" "${buffer_mib}M" 64M <<CONF
+[Trace]
+MemoryMax=${memmax_mib}M
+[Storage]
+ImageBudget=4K
+CONF
+start_daemon "$tmp/c.conf"
+sleep 1.5 # the rings fill
+rest=$(kib VmRSS)
+
+callers=()
+for k in $(seq "$n"); do
+    ( rc=0; "$ptctl" --socket "$sock" snapshot -r "burst-$k" >"$tmp/out.$k" 2>&1 || rc=$?
+      echo "$rc" >"$tmp/out.$k.rc" ) &
+    callers+=($!)
+    sleep 0.1
+done
+wait "${callers[@]}"
+peak=$(kib VmHWM)
+
+written=0 refused=0
+for k in $(seq "$n"); do
+    if [ "$(cat "$tmp/out.$k.rc")" -eq 0 ]; then
+        [ -f "$(tail -n1 "$tmp/out.$k")" ] || fail "caller $k: told $(cat "$tmp/out.$k"), no such bundle"
+        written=$((written + 1))
+    else
+        grep -q "MemoryMax=.*(io.ptraced.Busy)" "$tmp/out.$k" || fail "caller $k: $(cat "$tmp/out.$k")"
+        refused=$((refused + 1))
+    fi
+done
+copy=$((cpus * buffer_mib * 1024))
+echo "RSS at rest $((rest / 1024)) MiB, peak $((peak / 1024)) MiB, MemoryMax=${memmax_mib}M" \
+     "(rings and one copy: $((2 * copy / 1024)) MiB); $n snapshots in 1 s: $written written, $refused refused Busy"
+[ "$written" -ge 1 ] || fail "no snapshot was written"
+[ "$peak" -lt $((rest + copy)) ] || fail "RSS grew by a copy of the rings or more: MemoryMax= not held"
+stop_daemon

@@ -160,7 +160,7 @@ typedef struct BundleKernel {
         char *kallsyms_member;    /* "kallsyms" or NULL */
         char *modules_member;     /* "modules" or NULL */
         uint64_t text_start, text_end;       /* kernel text range copied, 0/0 when absent */
-        uint64_t modules_start, modules_end; /* module text range copied, 0/0 when none */
+        uint64_t modules_start, modules_end; /* module area copied (modules, BPF, trampolines, kprobe slots), 0/0 when none */
 } BundleKernel;
 
 typedef enum BundleImageKind {

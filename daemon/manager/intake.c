@@ -130,10 +130,18 @@ void sideband_intake_drain(SidebandIntake *in, Recorder *r, bool flush) {
         if (k < 0)
                 log_warning_errno(k, "Failed to read side-band, ignoring: %m");
 
-        /* Corrupt rings are counted as lost without a LOST record. */
+        /* Corrupt rings are counted as lost without a LOST record. LOST
+         * records are counted once, as they are ordered (on_record_ordered). */
         lost = recorder_take_lost(r);
         if (lost > 0)
                 handle_lost(in, lost, sideband_order_latest(in->order));
+        /* The intel_pt events' rings lost AUX or ITRACE_START records: no
+         * process state was lost, so no rescan. */
+        lost = recorder_take_aux_lost(r);
+        if (lost > 0) {
+                in->stats.aux_lost += lost;
+                log_debug("Lost %" PRIu64 " AUX/ITRACE_START records in the intel_pt events' rings", lost);
+        }
 
         (void) sideband_order_release(in->order, flush, on_record_ordered, in);
 }

@@ -19,7 +19,8 @@ typedef struct SidebandIntake SidebandIntake;
 
 typedef struct SidebandIntakeStats {
         uint64_t records;  /* kept (or offered to the log) */
-        uint64_t lost;     /* PERF_RECORD_LOST and corrupt rings */
+        uint64_t lost;     /* tracking rings: PERF_RECORD_LOST counts and corrupt rings */
+        uint64_t aux_lost; /* the intel_pt events' rings: AUX/ITRACE_START records lost */
         uint64_t rescans;  /* repairs from /proc */
         uint64_t bytes;    /* held: the log and records waiting for their round */
 } SidebandIntakeStats;

@@ -10,6 +10,7 @@
 #include <x86intrin.h>
 
 #include "common/perf/sys.h"
+#include "common/perf/time-conv.h"
 #include "daemon/recorder/internal.h"
 
 int recorder_new(const RecorderOptions *opts, Recorder **ret) {
@@ -345,21 +346,14 @@ uint64_t recorder_aux_size(Recorder *r) {
 
 int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret) {
         for (size_t i = 0; i < r->n_cpus; i++) {
-                const struct perf_event_mmap_page *m;
+                int k;
 
                 if (r->cpus[i].state != RECORDER_CPU_RECORDING || !r->cpus[i].pt_ring)
                         continue;
-                m = (const struct perf_event_mmap_page *) r->cpus[i].pt_ring;
-                *ret = (PerfTscConversion){
-                        .time_shift = m->time_shift,
-                        .time_mult = m->time_mult,
-                        .time_zero = m->time_zero,
-                        .cap_user_time_zero = m->cap_user_time_zero,
-                        .cap_user_time_short = m->cap_user_time_short,
-                        .time_cycles = m->time_cycles,
-                        .time_mask = m->time_mask,
-                };
-                return 0;
+                /* Under the page's seqcount, as perf_read_tsc_conversion();
+                 * -EOPNOTSUPP (cap_user_time_zero clear) still fills *ret. */
+                k = perf_mmap_page_read_tsc_conversion((const struct perf_event_mmap_page *) r->cpus[i].pt_ring, ret);
+                return k == -EOPNOTSUPP ? 0 : k;
         }
         return -ENODATA;
 }

@@ -147,8 +147,10 @@ typedef struct RecorderCpuInfo {
 } RecorderCpuInfo;
 
 /* The TSC to perf time conversion the kernel publishes in the intel_pt
- * events' metadata pages (the first recording CPU's). -ENODATA when no CPU
- * records. */
+ * events' metadata pages (the first recording CPU's), read under the
+ * page's seqcount. Usable only when ret->cap_user_time_zero is set (the
+ * fields are filled either way, for the manifest). -ENODATA when no CPU
+ * records, -EBUSY when the page never held still. */
 int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret);
 
 size_t recorder_n_cpus(Recorder *r); /* slots, online or not */

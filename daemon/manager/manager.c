@@ -18,6 +18,7 @@
 #include "daemon/control/server.h"
 #include "daemon/dump/assemble.h"
 #include "daemon/dump/dump.h"
+#include "daemon/manager/dump-stage.h"
 #include "daemon/manager/intake.h"
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
@@ -275,12 +276,6 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
         m->stats.snapshots++;
 }
 
-static void log_vacuum(const BundleVacuumResult *vr, const char *why) {
-        if (vr->n_removed > 0)
-                log_info("Removed %u old bundle%s (%" PRIu64 " bytes)%s", vr->n_removed, vr->n_removed == 1 ? "" : "s",
-                         vr->bytes_removed, why);
-}
-
 /* The snapshot is frozen and copied: on to the dump stage. */
 static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         _cleanup_(recorder_snapshot_freep) RecorderSnapshot *snapshot = s;
@@ -324,14 +319,14 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
         if (k < 0)
                 log_warning_errno(k, "Failed to vacuum %s before a dump, ignoring: %s", m->dump.directory, strna(verr));
         else
-                log_vacuum(&vr, " to make room");
+                dump_stage_log_vacuum(&vr, " to make room");
 
         k = snapshot_requests_dispatch(m->requests, seq);
         if (k < 0) {
                 dump_job_free(j);
                 return;
         }
-        k = dumper_submit(m->dumper, j);
+        k = dump_stage_submit(m->sideband, m->dumper, j);
         if (k < 0) {
                 log_error_errno(k, "Failed to queue the bundle for writing: %m");
                 SnapshotResult res = { .error = k, .error_name = PTRACED_ERROR_FAILED,
@@ -395,24 +390,7 @@ static void vacuum_after_dump(Manager *m, const char *just_written) {
         if (k < 0)
                 log_warning_errno(k, "Failed to vacuum %s, ignoring: %s", m->dump.directory, strna(error));
         else
-                log_vacuum(&vr, ": [Storage] limits");
-}
-
-static void log_bundle_written(const DumpJob *job) {
-        _cleanup_free_ char *fp = NULL, *fr = NULL, *fs = NULL, *fz = NULL, *fc = NULL;
-        char sz[FORMAT_BYTES_MAX];
-
-        if (asprintf(&fp, "BUNDLE_PATH=%s", job->path) < 0 ||
-            asprintf(&fr, "REASON=%s", job->manifest->trigger.reason) < 0 ||
-            asprintf(&fs, "SOURCE=%s", job->manifest->trigger.source) < 0 ||
-            asprintf(&fz, "SIZE=%" PRIu64, job->size) < 0 || asprintf(&fc, "CPUS=%zu", job->manifest->n_cpus) < 0) {
-                (void) log_oom();
-                return;
-        }
-        log_struct(LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_BUNDLE_WRITTEN, fp, fr, fs, fz, fc),
-                   "Bundle %s written (%s, %zu CPUs, %" PRIu64 " ms)", job->path,
-                   format_bytes(sz, sizeof sz, job->size), job->manifest->n_cpus,
-                   (job->finished_at - job->started_at) / NSEC_PER_MSEC);
+                dump_stage_log_vacuum(&vr, ": [Storage] limits");
 }
 
 static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
@@ -421,7 +399,15 @@ static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *us
 
         while (dumper_take(m->dumper, &j) > 0) {
                 _cleanup_(dump_job_freep) DumpJob *job = j;
+                uint64_t seq = job->seq;
 
+                if (dump_job_awaits_sideband(job)) {
+                        if (dump_stage_resume(m->sideband, m->recorder, m->dumper, TAKE_PTR(job)) < 0)
+                                snapshot_requests_complete(m->requests, seq, &(SnapshotResult){ .error = -ENOMEM,
+                                        .error_name = PTRACED_ERROR_FAILED, .error_text = "cannot queue the bundle" });
+                        continue;
+                }
+                dump_stage_release(m->sideband, job);
                 if (job->error < 0) {
                         m->stats.bundles_failed++;
                         snprintf(m->last_error, sizeof m->last_error, "%s: %s", PTRACED_ERROR_DUMP_FAILED,
@@ -433,7 +419,7 @@ static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *us
                         const char *slash = strrchr(job->path, '/');
 
                         m->stats.bundles_written++;
-                        log_bundle_written(job);
+                        dump_stage_log_written(job);
                         vacuum_after_dump(m, slash ? slash + 1 : job->path);
                 }
 

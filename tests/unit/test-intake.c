@@ -165,4 +165,64 @@ static void test_aux_lost_no_rescan(void) {
         fixture_done(&f);
 }
 
-RUN_TESTS(TEST(test_lost_counted_once), TEST(test_aux_lost_no_rescan));
+static void inject_poke(Fixture *f, unsigned cpu, uint64_t addr, uint64_t time) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        PerfSampleId sid = { .time = time, .cpu = cpu, .sample_type = PTRACED_SAMPLE_TYPE };
+        static const uint8_t o[5] = { 0x0f, 0x1f, 0x44, 0, 0 }, n[5] = { 0xe9, 0, 0, 0, 0 };
+
+        ASSERT_OK(perf_record_append_text_poke(&b, addr, o, 5, n, 5, &sid));
+        ASSERT_OK(pmu_sim_inject_sideband(f->backend, cpu, b.data, b.size));
+}
+
+static unsigned count_pokes(const Buffer *b, uint64_t addr) {
+        PerfRecordStream st;
+        const void *rec;
+        size_t size;
+        unsigned n = 0;
+
+        perf_record_stream_init(&st, b->data, b->size);
+        while (perf_record_stream_next(&st, &rec, &size) > 0) {
+                PerfRecord r;
+                if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) >= 0 &&
+                    r.type == PERF_RECORD_TEXT_POKE && (addr == 0 || r.text_poke.addr == addr))
+                        n++;
+        }
+        return n;
+}
+
+/* Two bundles being dumped at once: each is handed the TEXT_POKEs released
+ * since its own mark, and nothing is kept once both took theirs. */
+static void test_late_marks(void) {
+        _cleanup_buffer_ Buffer a = BUFFER_NULL, b = BUFFER_NULL, c = BUFFER_NULL;
+        Fixture f;
+        uint64_t ma, mb, mc, lost;
+
+        fixture_init(&f, 64);
+        sideband_intake_drain(f.intake, f.rec, true);
+        inject_poke(&f, 63, 0x1000, 1); /* before any mark: nobody's */
+        sideband_intake_drain(f.intake, f.rec, true);
+        ma = sideband_intake_mark_late(f.intake);
+        inject_poke(&f, 63, 0x2000, 2);
+        sideband_intake_drain(f.intake, f.rec, true);
+        mb = sideband_intake_mark_late(f.intake);
+        inject_poke(&f, 63, 0x3000, 3);
+        sideband_intake_drain(f.intake, f.rec, true);
+
+        ASSERT_OK(sideband_intake_take_late(f.intake, ma, &a, &lost));
+        ASSERT_EQ(count_pokes(&a, 0), 2);
+        ASSERT_EQ(count_pokes(&a, 0x1000), 0);
+        ASSERT_EQ_U64(lost, 0);
+        ASSERT_OK(sideband_intake_take_late(f.intake, mb, &b, &lost));
+        ASSERT_EQ(count_pokes(&b, 0), 1);
+        ASSERT_EQ(count_pokes(&b, 0x3000), 1);
+
+        /* No mark held: nothing kept; a new mark starts empty. */
+        inject_poke(&f, 63, 0x4000, 4);
+        sideband_intake_drain(f.intake, f.rec, true);
+        mc = sideband_intake_mark_late(f.intake);
+        ASSERT_OK(sideband_intake_take_late(f.intake, mc, &c, &lost));
+        ASSERT_EQ(c.size, 0);
+        fixture_done(&f);
+}
+
+RUN_TESTS(TEST(test_lost_counted_once), TEST(test_aux_lost_no_rescan), TEST(test_late_marks));

@@ -126,6 +126,16 @@ static void setup(char **dir, char **kcore) {
         make_kcore(*kcore, segs, ELEMENTSOF(segs));
 }
 
+/* The copy's output file in the scratch directory. */
+static int open_output(const char *dir, char **ret_path) {
+        int fd;
+
+        ASSERT_TRUE(asprintf(ret_path, "%s/kcore.elf", dir) > 0);
+        fd = open(*ret_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0);
+        return fd;
+}
+
 static void test_ranges(void) {
         KcoreRange r;
 
@@ -176,9 +186,7 @@ static void test_copy(void) {
         int fd;
 
         setup(&dir, &kcore);
-        ASSERT_TRUE(asprintf(&out, "%s/kcore.elf", dir) > 0);
-        fd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0);
+        fd = open_output(dir, &out);
         ASSERT_OK(kcore_copy(kcore, kallsyms, modules, fd, 0, &res, &error));
         ASSERT_EQ(res.n_segments, 2);
         ASSERT_EQ_U64(res.text.start, 0xffffffff81001000ULL);
@@ -228,9 +236,7 @@ static void test_copy_generated_code(void) {
         int fd;
 
         setup(&dir, &kcore);
-        ASSERT_TRUE(asprintf(&out, "%s/kcore.elf", dir) > 0);
-        fd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0);
+        fd = open_output(dir, &out);
         ASSERT_OK(kcore_copy(kcore, kallsyms_generated, "", fd, 0, &res, &error));
         ASSERT_EQ(res.n_segments, 2);
         ASSERT_EQ_U64(res.modules.start, 0xffffffffc0001000ULL);
@@ -253,9 +259,7 @@ static void test_failures(void) {
         int fd;
 
         setup(&dir, &kcore);
-        ASSERT_TRUE(asprintf(&out, "%s/kcore.elf", dir) > 0);
-        fd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0);
+        fd = open_output(dir, &out);
 
         /* Kernel text not mapped by kcore. */
         ASSERT_ERROR(kcore_copy(kcore, "ffffffff90000000 T _stext\nffffffff90100000 T _etext\n", modules, fd, 0, &res,

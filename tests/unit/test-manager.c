@@ -125,6 +125,17 @@ static void check_bundle(const char *path, Truth *t, const char *reason) {
         ASSERT_TRUE(found_self);
 }
 
+/* A scratch directory and a config writing there, on the emulated PMU. */
+static void test_config(char *dir, PtracedConfig *c) {
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        ptraced_config_init(c);
+        c->directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c->control.socket, "%s/io.ptraced", dir) > 0);
+        c->source = TRACE_SOURCE_SIM;
+}
+
 static void test_manager(void) {
         char dir[] = "/tmp/test-manager-XXXXXX";
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -133,15 +144,8 @@ static void test_manager(void) {
         Done d1 = {}, d2 = {}, d3 = {};
         SnapshotStats stats;
 
-        if (geteuid() != 0)
-                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
-
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        ptraced_config_init(&c);
-        c.directory = strdup(dir);
-        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        test_config(dir, &c);
         c.buffer_size = 64 * 1024;
-        c.source = TRACE_SOURCE_SIM;
 
         manager_block_signals();
         PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
@@ -230,19 +234,12 @@ static void test_late_sideband(void) {
         const void *rec;
         size_t size, sb_size;
 
-        if (geteuid() != 0)
-                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
         if (cpu > 15)
                 test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
-
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        ptraced_config_init(&c);
-        c.directory = strdup(dir);
-        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        test_config(dir, &c);
         c.buffer_size = 64 * 1024;
         c.sideband_buffer_size = 16 * 1024;
         c.image_max = 4096; /* images listed missing: this test is about the side-band, and quick */
-        c.source = TRACE_SOURCE_SIM;
         manager_block_signals();
         PmuBackend *b = sim_test_backend_new(cpu + 1, 1 << 20, NULL);
         ASSERT_OK(manager_new(&c, b, &m));
@@ -310,16 +307,9 @@ static void test_max_bundle_size(void) {
         PtracedConfig c;
         Done d = {};
 
-        if (geteuid() != 0)
-                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
-
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        ptraced_config_init(&c);
-        c.directory = strdup(dir);
-        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        test_config(dir, &c);
         c.buffer_size = 256 * 1024;
         c.max_bundle_size = 64 * 1024;
-        c.source = TRACE_SOURCE_SIM;
         manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 32 << 20, NULL), &m));
         ptraced_config_done(&c);

@@ -287,11 +287,24 @@ static void test_hotplug(void) {
         close_ev(b, &ev2);
 }
 
+/* A tracking event on cpu with its ring mapped (map bytes), enabled. */
+static int open_tracking(PmuBackend *b, unsigned cpu, size_t map, struct perf_event_attr *a, void **ret_ring) {
+        TrackingFeatures f = {};
+        int fd;
+
+        f.supported[TRACKING_CONTEXT_SWITCH] = true;
+        perf_attr_tracking(&f, 0, a);
+        fd = pmu_backend_event_open(b, a, -1, (int) cpu, -1, 0);
+        ASSERT_OK(fd);
+        ASSERT_OK(pmu_backend_mmap(b, fd, map, PROT_READ | PROT_WRITE, 0, ret_ring));
+        ASSERT_OK(pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_ENABLE, 0));
+        return fd;
+}
+
 /* Tracking events: real ones on CPUs this machine has (on the emulated
  * TSC's clock), emulated ones beyond, fed by the source. */
 static void test_sideband(void) {
         _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(64, 1 << 20);
-        TrackingFeatures f = {};
         struct perf_event_attr a;
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
         void *ring;
@@ -300,15 +313,9 @@ static void test_sideband(void) {
         size_t size;
         int fd;
 
-        f.supported[TRACKING_CONTEXT_SWITCH] = true;
-        perf_attr_tracking(&f, 0, &a);
-
         /* CPU 63 does not exist here: an emulated event. */
-        fd = pmu_backend_event_open(b, &a, -1, 63, -1, 0);
-        ASSERT_OK(fd);
-        ASSERT_OK(pmu_backend_mmap(b, fd, page * 3, PROT_READ | PROT_WRITE, 0, &ring));
+        fd = open_tracking(b, 63, page * 3, &a, &ring);
         ASSERT_OK(perf_ring_init(&pr, ring, page * 3, page));
-        ASSERT_OK(pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_ENABLE, 0));
 
         _cleanup_buffer_ Buffer rb = BUFFER_NULL;
         PerfSampleId sid = { .pid = 5, .tid = 5, .time = 1, .cpu = 63, .sample_type = PTRACED_SAMPLE_TYPE };
@@ -340,7 +347,6 @@ static void test_sideband(void) {
  * and the loss went unreported. */
 static void test_sideband_lost(void) {
         _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(64, 1 << 20);
-        TrackingFeatures f = {};
         struct perf_event_attr a;
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
         struct perf_event_mmap_page *m;
@@ -353,13 +359,8 @@ static void test_sideband_lost(void) {
         unsigned n = 0;
         int fd;
 
-        f.supported[TRACKING_CONTEXT_SWITCH] = true;
-        perf_attr_tracking(&f, 0, &a);
-        fd = pmu_backend_event_open(b, &a, -1, 63, -1, 0);
-        ASSERT_OK(fd);
-        ASSERT_OK(pmu_backend_mmap(b, fd, page * 3, PROT_READ | PROT_WRITE, 0, &ring));
+        fd = open_tracking(b, 63, page * 3, &a, &ring);
         m = ring;
-        ASSERT_OK(pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_ENABLE, 0));
 
         _cleanup_buffer_ Buffer rb = BUFFER_NULL;
         PerfSampleId sid = { .pid = 5, .tid = 5, .time = 1, .cpu = 63, .sample_type = PTRACED_SAMPLE_TYPE };

@@ -303,6 +303,12 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
                  m->tsc.conversion.cap_user_time_zero ? "" : " (no cap_user_time_zero)", m->tsc.cpuid_15_ebx,
                  m->tsc.cpuid_15_eax, m->tsc.nominal_freq, m->tsc.mtc_freq);
         field("TSC", buf);
+        if (m->tsc.tsc_hz > 0)
+                snprintf(buf, sizeof buf, "%.3f GHz (%s)", (double) m->tsc.tsc_hz / 1e9,
+                         strna(bundle_tsc_hz_source_to_string(m->tsc.tsc_hz_source)));
+        else
+                snprintf(buf, sizeof buf, "unknown (no CPUID.15H crystal, CPUID.16H base or max_nonturbo_ratio)");
+        field("TSC frequency", buf);
 
         if (m->lookback_ns > 0)
                 printf("%14s: %.3f ms\n", "Lookback", (double) m->lookback_ns / 1e6);

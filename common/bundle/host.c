@@ -84,3 +84,45 @@ int bundle_manifest_fill_host(BundleManifest *m) {
                 return -ENOMEM;
         return 0;
 }
+
+static const char *const tsc_hz_source_table[_BUNDLE_TSC_HZ_SOURCE_MAX] = {
+        [BUNDLE_TSC_HZ_UNKNOWN] = "unknown",
+        [BUNDLE_TSC_HZ_CPUID_15] = "cpuid_15",
+        [BUNDLE_TSC_HZ_CPUID_16] = "cpuid_16",
+        [BUNDLE_TSC_HZ_MAX_NONTURBO_RATIO] = "max_nonturbo_ratio",
+        [BUNDLE_TSC_HZ_EMULATED] = "emulated",
+};
+
+const char *bundle_tsc_hz_source_to_string(BundleTscHzSource s) {
+        return s < _BUNDLE_TSC_HZ_SOURCE_MAX ? tsc_hz_source_table[s] : NULL;
+}
+
+BundleTscHzSource bundle_tsc_hz_source_from_string(const char *s) {
+        for (unsigned i = 0; s && i < _BUNDLE_TSC_HZ_SOURCE_MAX; i++)
+                if (streq(s, tsc_hz_source_table[i]))
+                        return (BundleTscHzSource) i;
+        /* A newer writer's source: the Hz is still there, its origin unknown here. */
+        return BUNDLE_TSC_HZ_UNKNOWN;
+}
+
+void bundle_tsc_derive_hz(BundleTsc *t, uint32_t cpuid_16_eax) {
+        bool ratio = t->cpuid_15_eax != 0 && t->cpuid_15_ebx != 0;
+
+        t->tsc_hz = 0;
+        t->tsc_hz_source = BUNDLE_TSC_HZ_UNKNOWN;
+        if (ratio && t->cpuid_15_ecx != 0) {
+                t->tsc_hz = (uint64_t) t->cpuid_15_ecx * t->cpuid_15_ebx / t->cpuid_15_eax;
+                t->tsc_hz_source = BUNDLE_TSC_HZ_CPUID_15;
+        } else if (ratio && (cpuid_16_eax & 0xffff) != 0) {
+                /* native_calibrate_tsc(): crystal = base MHz × eax / ebx, so
+                 * the TSC runs at the base frequency itself. */
+                t->tsc_hz = (uint64_t) (cpuid_16_eax & 0xffff) * 1000000;
+                t->tsc_hz_source = BUNDLE_TSC_HZ_CPUID_16;
+        } else if (t->nominal_freq != 0) {
+                /* The TSC ticks at the nominal (maximum non-turbo) frequency,
+                 * the ratio of the 100 MHz bus clock perf's intel-pt.c reads
+                 * from max_nonturbo_ratio for CBR. */
+                t->tsc_hz = (uint64_t) t->nominal_freq * 100000000;
+                t->tsc_hz_source = BUNDLE_TSC_HZ_MAX_NONTURBO_RATIO;
+        }
+}

@@ -3,9 +3,19 @@
 /*
  * Kernel text copy from a kcore-format file (see kcore-copy.h). Learned
  * from perf's kcore_copy() in tools/perf/util/symbol-elf.c: take the text
- * range from kallsyms and the module range from /proc/modules, page-align
- * them, intersect them with kcore's PT_LOAD segments and write just those
- * bytes into a small ELF core file with one PT_LOAD per piece.
+ * range from kallsyms, and the module area from /proc/modules and every
+ * "[...]"-tagged kallsyms symbol (modules, BPF programs and trampolines,
+ * ftrace trampolines, kprobe slots), page-align them, intersect them with
+ * kcore's PT_LOAD segments and write just those bytes into a small ELF
+ * core file with one PT_LOAD per piece.
+ *
+ * Unlike perf, the module area is intersected with every PT_LOAD, not just
+ * the one holding its start. Like perf, it is one span: on x86-64
+ * everything tagged comes from the module area (module_alloc()/execmem:
+ * bpf_jit_alloc_exec(), ftrace's alloc_tramp(), kprobes' alloc_insn_page()).
+ * perf also copies a page per __entry_SYSCALL_64_trampoline symbol; those
+ * trampolines left the kernel in 4.20 (PTI entry rework) and are not
+ * copied here.
  *
  * The ELF headers are read and written by hand (<elf.h> structs, 64-bit
  * little endian only, which is all x86-64 kcore is): /proc/kcore claims a
@@ -17,6 +27,7 @@
 #include <elf.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <ctype.h>
 #include <stdio.h>
 
 #include "common/basic/fileio.h"
@@ -72,7 +83,9 @@ int kcore_kernel_text_range(const char *kallsyms, KcoreRange *ret) {
         return 0;
 }
 
-int kcore_modules_range(const char *modules, KcoreRange *ret) {
+/* Lowest start and highest end of the modules in /proc/modules
+ * (perf's kcore_copy__process_modules() takes the lowest start). */
+static int modules_span(const char *modules, uint64_t *ret_lo, uint64_t *ret_hi) {
         uint64_t lo = UINT64_MAX, hi = 0;
         bool any = false, hidden = false;
 
@@ -95,9 +108,75 @@ int kcore_modules_range(const char *modules, KcoreRange *ret) {
         }
         if (!any)
                 return hidden ? -EPERM : -ENODATA;
+        *ret_lo = lo;
+        *ret_hi = hi;
+        return 0;
+}
+
+/* perf's kallsyms__is_function(): text symbols, weak ones included. */
+static bool kallsyms_is_function(char type) {
+        type = (char) toupper((unsigned char) type);
+        return type == 'T' || type == 'W';
+}
+
+/* Lowest and highest function symbol tagged "[...]": module code, and the
+ * code the kernel generates outside any module, which kallsyms tags too:
+ * "[bpf]" (JITed programs, BPF trampolines and dispatchers),
+ * "[__builtin__ftrace]" (ftrace trampolines), "[__builtin__kprobes]"
+ * (kprobe instruction slots). perf's kcore_copy__process_kallsyms() takes
+ * every symbol whose name holds '[' the same way. */
+static int tagged_symbols_span(const char *kallsyms, uint64_t *ret_lo, uint64_t *ret_hi) {
+        uint64_t lo = UINT64_MAX, hi = 0;
+        bool any = false, hidden = false;
+
+        for (const char *line = kallsyms; line && *line;) {
+                const char *nl = strchr(line, '\n');
+                size_t len = nl ? (size_t) (nl - line) : strlen(line);
+                unsigned long long addr;
+                char type;
+
+                if (sscanf(line, "%llx %c", &addr, &type) == 2 && kallsyms_is_function(type) &&
+                    memchr(line, '[', len)) {
+                        if (addr == 0)
+                                hidden = true;
+                        else {
+                                lo = MIN(lo, (uint64_t) addr);
+                                hi = MAX(hi, (uint64_t) addr);
+                                any = true;
+                        }
+                }
+                line = nl ? nl + 1 : NULL;
+        }
+        if (!any)
+                return hidden ? -EPERM : -ENODATA;
+        *ret_lo = lo;
+        *ret_hi = hi;
+        return 0;
+}
+
+int kcore_module_area_range(const char *kallsyms, const char *modules, KcoreRange *ret) {
+        uint64_t mlo = 0, mhi = 0, slo = 0, shi = 0, lo, hi;
+        int rm, rs;
+
+        rm = modules_span(modules ?: "", &mlo, &mhi);
+        rs = tagged_symbols_span(kallsyms ?: "", &slo, &shi);
+        if (rm < 0 && rs < 0)
+                return rm == -EPERM || rs == -EPERM ? -EPERM : -ENODATA;
+
+        /* As perf's kcore_copy__calc_maps(): from the lowest module or
+         * tagged symbol, page aligned down, to the highest tagged symbol
+         * rounded up plus one page "to, hopefully, encompass that symbol"
+         * (kallsyms gives no sizes). The end of the last module (its size
+         * is known) may reach further; that is kept too. */
+        lo = rm >= 0 ? mlo : UINT64_MAX;
+        hi = rm >= 0 ? mhi : 0;
+        if (rs >= 0) {
+                lo = MIN(lo, slo);
+                hi = MAX(hi, page_up(shi) > UINT64_MAX - KCORE_PAGE ? UINT64_MAX : page_up(shi) + KCORE_PAGE);
+        }
         ret->start = page_down(lo);
         ret->end = page_up(hi);
-        return 0;
+        return ret->end > ret->start ? 0 : -ENODATA;
 }
 
 typedef struct Piece {
@@ -220,9 +299,9 @@ int kcore_copy(const char *kcore_path, const char *kallsyms, const char *modules
         if (r < 0)
                 return set_error_message(r, ret_error,
                                          "kallsyms has no _stext/_etext; cannot locate the kernel text");
-        r = kcore_modules_range(modules ?: "", &res.modules);
+        r = kcore_module_area_range(kallsyms, modules, &res.modules);
         if (r < 0)
-                res.modules = (KcoreRange){}; /* no modules, or hidden: the kernel text alone still decodes */
+                res.modules = (KcoreRange){}; /* none, or hidden: the kernel text alone still decodes */
 
         fd = open(kcore_path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
         if (fd < 0)

@@ -5,8 +5,9 @@
  * A small copy of the kernel's executable text from a kcore-format file
  * (/proc/kcore: an ELF core whose PT_LOAD segments map kernel virtual
  * addresses), like perf's kcore copy: only the kernel text range (from
- * kallsyms' _stext/_etext) and the module text range (from /proc/modules)
- * are copied, into an ELF with one PT_LOAD per contiguous range, so the
+ * kallsyms' _stext/_etext) and the module area (modules from /proc/modules
+ * and every "[...]"-tagged kallsyms function: [bpf], [__builtin__ftrace],
+ * [__builtin__kprobes], module symbols) are copied, into an ELF with one PT_LOAD per contiguous range, so the
  * decoder can read the kernel code exactly as it was (alternatives and
  * static keys applied) without a multi-terabyte file.
  *
@@ -24,13 +25,15 @@ typedef struct KcoreRange {
  * -ENODATA when the symbols are absent, -EPERM when kallsyms addresses are
  * all zero (kptr_restrict hides them). */
 int kcore_kernel_text_range(const char *kallsyms, KcoreRange *ret);
-/* Lowest module start to highest module end in /proc/modules. -ENODATA
- * when no module is loaded, -EPERM when addresses are hidden (all zero). */
-int kcore_modules_range(const char *modules, KcoreRange *ret);
+/* The module area, as perf's kcore_copy__calc_maps(): from the lowest
+ * module start (/proc/modules) or "[...]"-tagged function symbol
+ * (kallsyms), to the highest module end or tagged symbol plus a page.
+ * -ENODATA when there is neither, -EPERM when addresses are hidden (zero). */
+int kcore_module_area_range(const char *kallsyms, const char *modules, KcoreRange *ret);
 
 typedef struct KcoreCopyResult {
         KcoreRange text;
-        KcoreRange modules; /* 0/0 when no modules */
+        KcoreRange modules; /* the module area, 0/0 when none */
         unsigned n_segments;
         uint64_t size; /* bytes of the ELF written */
 } KcoreCopyResult;

@@ -230,9 +230,15 @@ static int parse_pmu_tsc(Parse *p, JsonObject *root, BundleManifest *m) {
                 TRY(get_u64(p, o, "tsc", "time_mask", false, UINT64_MAX, &c->time_mask));
                 TRY(get_u32(p, o, "tsc", "cpuid_15_eax", false, &m->tsc.cpuid_15_eax));
                 TRY(get_u32(p, o, "tsc", "cpuid_15_ebx", false, &m->tsc.cpuid_15_ebx));
+                TRY(get_u32(p, o, "tsc", "cpuid_15_ecx", false, &m->tsc.cpuid_15_ecx));
                 TRY(get_u32(p, o, "tsc", "nominal_freq", false, &m->tsc.nominal_freq));
                 TRY(get_u32(p, o, "tsc", "mtc_freq", false, &m->tsc.mtc_freq));
                 TRY(get_u64(p, o, "tsc", "tsc_hz", false, UINT64_MAX, &m->tsc.tsc_hz));
+                {
+                        _cleanup_free_ char *src = NULL;
+                        TRY(get_str(p, o, "tsc", "tsc_hz_source", false, &src));
+                        m->tsc.tsc_hz_source = bundle_tsc_hz_source_from_string(src);
+                }
         }
         return 0;
 }

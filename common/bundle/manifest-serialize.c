@@ -107,9 +107,11 @@ static int serialize_pmu_tsc(JsonObject *root, const BundleManifest *m) {
         TRY(json_add_uint64(tsc, "time_mask", c->time_mask));
         TRY(json_add_uint64(tsc, "cpuid_15_eax", m->tsc.cpuid_15_eax));
         TRY(json_add_uint64(tsc, "cpuid_15_ebx", m->tsc.cpuid_15_ebx));
+        TRY(json_add_uint64(tsc, "cpuid_15_ecx", m->tsc.cpuid_15_ecx));
         TRY(json_add_uint64(tsc, "nominal_freq", m->tsc.nominal_freq));
         TRY(json_add_uint64(tsc, "mtc_freq", m->tsc.mtc_freq));
         TRY(json_add_uint64(tsc, "tsc_hz", m->tsc.tsc_hz));
+        TRY(add_str(tsc, "tsc_hz_source", bundle_tsc_hz_source_to_string(m->tsc.tsc_hz_source)));
         return attach(root, "tsc", &tsc);
 }
 

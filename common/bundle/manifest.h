@@ -97,16 +97,31 @@ typedef struct BundlePmu {
         size_t n_caps;
 } BundlePmu;
 
+typedef enum BundleTscHzSource {
+        BUNDLE_TSC_HZ_UNKNOWN,
+        BUNDLE_TSC_HZ_CPUID_15,           /* crystal Hz (ecx) × ebx / eax */
+        BUNDLE_TSC_HZ_CPUID_16,           /* processor base frequency (leaf 0x16 eax, MHz) */
+        BUNDLE_TSC_HZ_MAX_NONTURBO_RATIO, /* max non-turbo ratio × 100 MHz */
+        BUNDLE_TSC_HZ_EMULATED,           /* the emulated PMU's CPU */
+        _BUNDLE_TSC_HZ_SOURCE_MAX,
+} BundleTscHzSource;
+
+const char *bundle_tsc_hz_source_to_string(BundleTscHzSource s);
+BundleTscHzSource bundle_tsc_hz_source_from_string(const char *s); /* UNKNOWN for what it does not know */
+
 typedef struct BundleTsc {
         /* perf_event_mmap_page's conversion; decode uses perf_tsc_to_time(). */
         PerfTscConversion conversion;
-        /* CPUID leaf 0x15: TSC/"core crystal clock" ratio = ebx/eax. 0 when unknown. */
-        uint32_t cpuid_15_eax, cpuid_15_ebx;
+        /* CPUID leaf 0x15: TSC/"core crystal clock" ratio = ebx/eax. 0 when unknown.
+         * ecx: the crystal's Hz, 0 where the CPU does not say (Skylake-era
+         * servers): the ratio is still right, the TSC's Hz is not ecx-based. */
+        uint32_t cpuid_15_eax, cpuid_15_ebx, cpuid_15_ecx;
         /* Maximum non-turbo ratio (perf's max_nonturbo_ratio, libipt's nom_freq). 0 when unknown. */
         uint32_t nominal_freq;
         /* MTC frequency: the mtc_period field of the config (libipt's mtc_freq). */
         uint32_t mtc_freq;
         uint64_t tsc_hz; /* TSC frequency when known, 0 otherwise */
+        BundleTscHzSource tsc_hz_source; /* where tsc_hz came from; UNKNOWN with tsc_hz 0 */
 } BundleTsc;
 
 typedef struct BundleTrigger {
@@ -165,7 +180,7 @@ typedef struct BundleKernel {
         char *kallsyms_member;    /* "kallsyms" or NULL */
         char *modules_member;     /* "modules" or NULL */
         uint64_t text_start, text_end;       /* kernel text range copied, 0/0 when absent */
-        uint64_t modules_start, modules_end; /* module text range copied, 0/0 when none */
+        uint64_t modules_start, modules_end; /* module area copied (modules, BPF, trampolines, kprobe slots), 0/0 when none */
 } BundleKernel;
 
 typedef enum BundleImageKind {
@@ -237,6 +252,13 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(BundleManifest *, bundle_manifest_free);
 /* Fill host (uname, hostname, boot id, machine id) and cpuid (from
  * /proc/cpuinfo) from the running system; missing facts stay NULL/0. */
 int bundle_manifest_fill_host(BundleManifest *m);
+/* The TSC's frequency from what t holds (cpuid_15_*, nominal_freq) and
+ * CPUID leaf 0x16's eax (base MHz, 0 when absent), as the kernel's
+ * native_calibrate_tsc() (arch/x86/kernel/tsc.c) takes it: leaf 0x15's
+ * crystal when it gives one, else leaf 0x16's base frequency, else the
+ * maximum non-turbo ratio × 100 MHz; else unknown. Never 0 Hz from a 0
+ * crystal. */
+void bundle_tsc_derive_hz(BundleTsc *t, uint32_t cpuid_16_eax);
 
 /* Grow the arrays by one zeroed element and return it (NULL on OOM). */
 BundleCpu *bundle_manifest_add_cpu(BundleManifest *m, uint32_t cpu);

@@ -45,11 +45,19 @@ static int fill_manifest(const DumpSources *src, DumpJob *j, TriggerRequest *fir
         }
 
         (void) recorder_tsc_conversion(src->recorder, &mf->tsc.conversion);
+        {
+                _cleanup_free_ char *p = NULL, *v = NULL;
+                uint32_t ratio;
+                if (asprintf(&p, "%s/max_nonturbo_ratio", src->pmu->path) >= 0 && read_one_line_file(p, &v) >= 0 &&
+                    parse_uint32(v, &ratio) >= 0)
+                        mf->tsc.nominal_freq = ratio;
+        }
         const PmuCpuIdentity *cpu = src->backend->emulated_cpu;
         if (cpu) {
                 mf->tsc.cpuid_15_eax = cpu->cpuid_15_eax;
                 mf->tsc.cpuid_15_ebx = cpu->cpuid_15_ebx;
                 mf->tsc.tsc_hz = cpu->tsc_hz;
+                mf->tsc.tsc_hz_source = cpu->tsc_hz ? BUNDLE_TSC_HZ_EMULATED : BUNDLE_TSC_HZ_UNKNOWN;
                 free(mf->cpuid.vendor);
                 mf->cpuid.vendor = strdup(cpu->vendor);
                 if (!mf->cpuid.vendor)
@@ -58,20 +66,15 @@ static int fill_manifest(const DumpSources *src, DumpJob *j, TriggerRequest *fir
                 mf->cpuid.model = cpu->model;
                 mf->cpuid.stepping = cpu->stepping;
         } else {
-                unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
+                unsigned eax = 0, ebx = 0, ecx = 0, edx = 0, base_mhz = 0;
                 if (__get_cpuid(0x15, &eax, &ebx, &ecx, &edx)) {
                         mf->tsc.cpuid_15_eax = eax;
                         mf->tsc.cpuid_15_ebx = ebx;
-                        if (ecx && eax)
-                                mf->tsc.tsc_hz = (uint64_t) ecx * ebx / eax;
+                        mf->tsc.cpuid_15_ecx = ecx; /* 0 on Skylake-era servers: no crystal Hz */
                 }
-        }
-        {
-                _cleanup_free_ char *p = NULL, *v = NULL;
-                uint32_t ratio;
-                if (asprintf(&p, "%s/max_nonturbo_ratio", src->pmu->path) >= 0 && read_one_line_file(p, &v) >= 0 &&
-                    parse_uint32(v, &ratio) >= 0)
-                        mf->tsc.nominal_freq = ratio;
+                if (__get_cpuid(0x16, &eax, &ebx, &ecx, &edx)) /* 0 when the CPU lacks the leaf */
+                        base_mhz = eax;
+                bundle_tsc_derive_hz(&mf->tsc, base_mhz);
         }
         {
                 uint64_t v;

@@ -23,6 +23,7 @@ DumpJob *dump_job_free(DumpJob *j) {
         if (!j)
                 return NULL;
         free(j->id);
+        bundle_writer_free(j->bundle); /* a bundle not finished leaves nothing behind */
         recorder_snapshot_free(j->snapshot);
         buffer_done(&j->sideband);
         for (size_t i = 0; i < j->n_images; i++)
@@ -225,11 +226,12 @@ static char *bundle_file_name(const DumpJob *j) {
         return s;
 }
 
-int dump_job_run(DumpJob *j) {
-        _cleanup_(bundle_writer_freep) BundleWriter *w = NULL;
+/* Stage 1: the trace, then the kernel. The kernel's text is read last:
+ * every TEXT_POKE before that read is in the rings by then, and the late
+ * side-band taken after this stage has it. */
+static int dump_job_capture(DumpJob *j) {
         _cleanup_free_ char *name = NULL, *error = NULL;
         BundleManifest *m = j->manifest;
-        struct stat st;
         int r;
 
         j->started_at = now_nsec(CLOCK_MONOTONIC);
@@ -243,7 +245,7 @@ int dump_job_run(DumpJob *j) {
         name = bundle_file_name(j);
         if (!name)
                 return job_fail(j, -ENOMEM, "out of memory");
-        r = bundle_writer_new(j->directory, name, &j->writer, &w, &error);
+        r = bundle_writer_new(j->directory, name, &j->writer, &j->bundle, &error);
         if (r < 0)
                 return job_fail(j, r, "cannot start bundle %s/%s: %s", j->directory, name, strna(error));
 
@@ -254,13 +256,28 @@ int dump_job_run(DumpJob *j) {
                 if (!sc->data)
                         continue;
                 snprintf(member, sizeof member, "cpu%u.pt", sc->cpu);
-                r = bundle_writer_add_member(w, member, sc->data, sc->size, 0, &error);
+                r = bundle_writer_add_member(j->bundle, member, sc->data, sc->size, 0, &error);
                 if (r < 0)
                         return job_fail(j, r, "cannot write %s: %s", member, strna(error));
                 /* The trace is on disk (or in the writer's spool): give the
                  * memory back now, not when the whole bundle is done. */
                 recorder_snapshot_release_cpu(j->snapshot, i);
         }
+
+        r = add_kernel(j, j->bundle);
+        if (r < 0)
+                return j->error ? j->error : job_fail(j, r, "cannot add the kernel: %s", strerror(-r));
+        j->captured = true;
+        return 0;
+}
+
+/* Stage 2: the side-band (with its late records), images, the manifest. */
+static int dump_job_write(DumpJob *j) {
+        _cleanup_(bundle_writer_freep) BundleWriter *w = TAKE_PTR(j->bundle);
+        _cleanup_free_ char *error = NULL;
+        BundleManifest *m = j->manifest;
+        struct stat st;
+        int r;
 
         m->sideband.member = strdup("sideband.perf");
         if (!m->sideband.member)
@@ -271,19 +288,54 @@ int dump_job_run(DumpJob *j) {
         if (r < 0)
                 return job_fail(j, r, "cannot write the side-band: %s", strna(error));
 
-        r = add_kernel(j, w);
-        if (r < 0)
-                return j->error ? j->error : job_fail(j, r, "cannot add the kernel: %s", strerror(-r));
         r = add_images(j, w);
         if (r < 0)
                 return j->error ? j->error : job_fail(j, r, "cannot add images: %s", strerror(-r));
 
         r = bundle_writer_finish(w, m, &j->path, &error);
         if (r < 0)
-                return job_fail(j, r, "cannot finish bundle %s: %s", name, strna(error));
+                return job_fail(j, r, "cannot finish bundle %s: %s", m->id, strna(error));
         if (stat(j->path, &st) >= 0)
                 j->size = (uint64_t) st.st_size;
         j->finished_at = now_nsec(CLOCK_MONOTONIC);
+        return 0;
+}
+
+int dump_job_run(DumpJob *j) {
+        int r;
+
+        if (!j->captured) {
+                r = dump_job_capture(j);
+                if (r < 0)
+                        return r;
+        }
+        return dump_job_write(j);
+}
+
+int dump_job_step(DumpJob *j) {
+        if (j->captured || !j->late_sideband)
+                return dump_job_run(j);
+        return dump_job_capture(j);
+}
+
+bool dump_job_awaits_sideband(const DumpJob *j) {
+        return j->captured && j->late_sideband && !j->late_added && j->error >= 0;
+}
+
+int dump_job_add_late_sideband(DumpJob *j, const void *records, size_t size, uint64_t lost) {
+        PerfRecordStream st;
+        const void *rec;
+        size_t n;
+        int r;
+
+        j->late_added = true;
+        r = buffer_append(&j->sideband, records, size);
+        if (r < 0)
+                return r;
+        perf_record_stream_init(&st, records, size);
+        while (perf_record_stream_next(&st, &rec, &n) > 0)
+                j->sideband_records++;
+        j->sideband_lost += lost;
         return 0;
 }
 
@@ -317,11 +369,13 @@ static void *dumper_thread(void *userdata) {
                 j = d->todo[0];
                 memmove(d->todo, d->todo + 1, sizeof(DumpJob *) * --d->n_todo);
                 d->busy = true;
+                bool quitting = d->quit;
                 pthread_mutex_unlock(&d->lock);
 
                 nsec_t cpu0 = now_nsec(CLOCK_THREAD_CPUTIME_ID);
-                (void) dump_job_run(j);
-                j->cpu_ns = now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+                /* Stopping: nobody will hand a job its late side-band. */
+                (void) (quitting ? dump_job_run(j) : dump_job_step(j));
+                j->cpu_ns += now_nsec(CLOCK_THREAD_CPUTIME_ID) - cpu0;
 
                 pthread_mutex_lock(&d->lock);
                 d->busy = false;
@@ -370,13 +424,22 @@ void dumper_stop(Dumper *d) {
         pthread_mutex_lock(&d->lock);
         DumpJob **a = d->n_todo > 0 ? reallocarray(d->done, d->n_done + d->n_todo, sizeof(DumpJob *)) : NULL;
         if (a) {
+                size_t kept = 0;
+
                 d->done = a;
                 for (size_t i = 0; i < d->n_todo; i++) {
                         DumpJob *j = d->todo[i];
+
+                        /* A job back for its second stage has its trace and
+                         * kernel on disk already: the thread finishes it. */
+                        if (j->captured) {
+                                d->todo[kept++] = j;
+                                continue;
+                        }
                         (void) job_fail(j, -ECANCELED, "ptraced stopped before writing the bundle");
                         d->done[d->n_done++] = j;
                 }
-                d->n_todo = 0;
+                d->n_todo = kept;
                 uint64_t one = 1;
                 (void) !write(d->fd, &one, sizeof one);
         }
@@ -392,8 +455,12 @@ Dumper *dumper_free(Dumper *d) {
         dumper_join(d);
         for (size_t i = 0; i < d->n_todo; i++)
                 dump_job_free(d->todo[i]);
-        for (size_t i = 0; i < d->n_done; i++)
+        for (size_t i = 0; i < d->n_done; i++) {
+                /* Written without the late side-band nobody will hand it now. */
+                if (dump_job_awaits_sideband(d->done[i]))
+                        (void) dump_job_run(d->done[i]);
                 dump_job_free(d->done[i]);
+        }
         free(d->todo);
         free(d->done);
         safe_close(d->fd);
@@ -428,8 +495,12 @@ int dumper_take(Dumper *d, DumpJob **ret) {
 
         pthread_mutex_lock(&d->lock);
         if (d->n_done == 0) {
-                pthread_mutex_unlock(&d->lock);
+                /* Under the lock, which the dump thread holds when it
+                 * signals: this consumes the signals of jobs taken already,
+                 * never that of one just done (a job handed back for its
+                 * late side-band comes back within moments). */
                 (void) !read(d->fd, &v, sizeof v);
+                pthread_mutex_unlock(&d->lock);
                 return 0;
         }
         *ret = d->done[0];

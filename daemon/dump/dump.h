@@ -33,6 +33,13 @@ typedef struct DumpJob {
         uint64_t sideband_records;
         uint64_t sideband_lost;   /* PERF_RECORD_LOST seen since the previous bundle */
         bool sideband_complete;   /* the log held everything since the window start */
+        /* The late side-band (daemon/manager/intake.h, sideband_intake_mark_late()):
+         * when set, the dump thread hands the job back once it has read the
+         * kernel, for the records released since late_mark, and writes the
+         * side-band only after dump_job_add_late_sideband(). */
+        bool late_sideband;
+        uint64_t late_mark;
+        bool late_added;
         DumpImage *images;
         size_t n_images;
 
@@ -56,14 +63,28 @@ typedef struct DumpJob {
         nsec_t cpu_ns;    /* the dump thread's CPU time for this job (for MaxDumpCPUPercent=) */
 
         uint64_t held_bytes; /* trace copies the job held when queued (the queue's MemoryMax= account) */
+
+        /* Between the stages: the bundle being written. */
+        BundleWriter *bundle;
+        bool captured;    /* trace and kernel are in; side-band, images and manifest to come */
 } DumpJob;
 
 DumpJob *dump_job_free(DumpJob *j);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DumpJob *, dump_job_free);
 
-/* Write the bundle now, on the calling thread (the dump thread calls this;
- * tests may too). Fills the results; returns j->error. */
+/* Write the bundle now, on the calling thread, in one go (no late
+ * side-band; tests call this). Fills the results; returns j->error. */
 int dump_job_run(DumpJob *j);
+/* What the dump thread runs: the first stage (trace members, then the
+ * kernel: kallsyms, modules, the kcore copy, the last reads of live kernel
+ * state) and, unless the job waits for its late side-band, the second
+ * (side-band, images, manifest). Returns j->error. */
+int dump_job_step(DumpJob *j);
+/* Whether the job is back from its first stage for its late side-band. */
+bool dump_job_awaits_sideband(const DumpJob *j);
+/* The records released since the job's mark (TEXT_POKE, LOST), after the
+ * side-band it was assembled with (they are newer), and what they lost. */
+int dump_job_add_late_sideband(DumpJob *j, const void *records, size_t size, uint64_t lost);
 
 /* A queue with one worker thread. */
 typedef struct Dumper Dumper;
@@ -74,7 +95,8 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(Dumper *, dumper_free);
 /* Takes ownership of the job. */
 int dumper_submit(Dumper *d, DumpJob *j);
 /* Stop: jobs not started yet are not written (they come back finished
- * with -ECANCELED), the one being written is finished; returns when the
+ * with -ECANCELED), the one being written and those back for their
+ * second stage are finished; returns when the
  * thread is gone. dumper_take() still hands out every finished job. */
 void dumper_stop(Dumper *d);
 /* Readable when finished jobs wait to be taken. */

@@ -8,6 +8,7 @@
 #include "common/basic/parse-util.h"
 #include "common/basic/time-util.h"
 #include "common/control/names.h"
+#include "daemon/manager/dump-stage.h"
 #include "daemon/manager/dumps.h"
 
 struct DumpQueue {
@@ -63,6 +64,7 @@ static void log_bundle_written(const DumpJob *job) {
 static void answer(DumpQueue *q, DumpJob *job) {
         bool cancelled = job->error == -ECANCELED;
 
+        dump_stage_release(q->o.sideband, job);
         assert(q->held_bytes >= job->held_bytes);
         q->held_bytes -= job->held_bytes;
         if (job->error < 0) {
@@ -93,12 +95,33 @@ static void answer(DumpQueue *q, DumpJob *job) {
         snapshot_requests_complete(q->o.requests, job->seq, &res);
 }
 
-static bool answer_finished(DumpQueue *q) {
+/* Answer every finished job. A job back from its first stage (the kernel
+ * read) goes on with its late side-band, or, when ptraced is going
+ * (stopping: the loop will not run again), is written now without it. */
+static bool answer_finished(DumpQueue *q, bool stopping) {
         DumpJob *j;
         bool any = false;
 
         while (dumper_take(q->dumper, &j) > 0) {
                 _cleanup_(dump_job_freep) DumpJob *job = j;
+
+                if (dump_job_awaits_sideband(job)) {
+                        if (stopping)
+                                (void) dump_job_run(job);
+                        else {
+                                uint64_t seq = job->seq, held = job->held_bytes;
+
+                                if (dump_stage_resume(q->o.sideband, q->o.recorder, q->dumper, TAKE_PTR(job)) >= 0)
+                                        continue;
+                                /* The job is gone with its copies. */
+                                q->held_bytes -= held;
+                                snapshot_requests_complete(q->o.requests, seq, &(SnapshotResult){
+                                        .error = -ENOMEM, .error_name = PTRACED_ERROR_FAILED,
+                                        .error_text = "cannot queue the bundle for writing" });
+                                any = true;
+                                continue;
+                        }
+                }
                 answer(q, job);
                 any = true;
         }
@@ -113,7 +136,7 @@ void dump_queue_check_drained(DumpQueue *q) {
 static int on_dump_done(sd_event_source *src, int fd, uint32_t revents, void *userdata) {
         DumpQueue *q = userdata;
 
-        if (answer_finished(q) && q->o.finished)
+        if (answer_finished(q, false) && q->o.finished)
                 q->o.finished(q->o.userdata);
         dump_queue_check_drained(q);
         return 0;
@@ -144,7 +167,7 @@ DumpQueue *dump_queue_free(DumpQueue *q) {
                  * requests hears so; the bundle under way is finished and
                  * reported. The manager is going: no callback. */
                 dumper_stop(q->dumper);
-                (void) answer_finished(q);
+                (void) answer_finished(q, true);
                 dumper_free(q->dumper);
         }
         sd_event_source_disable_unref(q->io);
@@ -159,7 +182,7 @@ void dump_queue_submit(DumpQueue *q, DumpJob *j) {
         for (size_t i = 0; j->snapshot && i < j->snapshot->n_cpus; i++)
                 held += j->snapshot->cpus[i].capacity;
         j->held_bytes = held;
-        k = dumper_submit(q->dumper, j);
+        k = dump_stage_submit(q->o.sideband, q->dumper, j);
         if (k < 0) {
                 log_error_errno(k, "Failed to queue the bundle for writing: %m");
                 SnapshotResult res = { .error = k, .error_name = PTRACED_ERROR_FAILED,

@@ -16,7 +16,9 @@
 
 #include "daemon/dump/assemble.h"
 #include "daemon/dump/dump.h"
+#include "daemon/manager/intake.h"
 #include "daemon/manager/requests.h"
+#include "daemon/recorder/recorder.h"
 
 typedef struct DumpQueue DumpQueue;
 
@@ -24,6 +26,10 @@ typedef struct DumpQueueOptions {
         sd_event *event;
         const DumpSettings *settings;
         SnapshotRequests *requests;   /* answered here once their bundle is done */
+        /* The late side-band (dump-stage.c): each job is marked when queued
+         * and handed what was released by the time the kernel was read. */
+        SidebandIntake *sideband;
+        Recorder *recorder;
         SnapshotStats *stats;         /* bundles_written, bundles_failed */
         char *last_error;             /* the newest failure, for Status() */
         size_t last_error_size;

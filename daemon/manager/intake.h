@@ -19,7 +19,8 @@ typedef struct SidebandIntake SidebandIntake;
 
 typedef struct SidebandIntakeStats {
         uint64_t records;  /* kept (or offered to the log) */
-        uint64_t lost;     /* PERF_RECORD_LOST and corrupt rings */
+        uint64_t lost;     /* tracking rings: PERF_RECORD_LOST counts and corrupt rings */
+        uint64_t aux_lost; /* the intel_pt events' rings: AUX/ITRACE_START records lost */
         uint64_t rescans;  /* repairs from /proc */
         uint64_t bytes;    /* held: the log and records waiting for their round */
 } SidebandIntakeStats;
@@ -42,6 +43,19 @@ void sideband_intake_expire(SidebandIntake *in, uint64_t horizon);
 /* The newest record time seen: "now" in perf time. */
 uint64_t sideband_intake_latest(SidebandIntake *in);
 SidebandLog *sideband_intake_log(SidebandIntake *in);
+/* A bundle's side-band is assembled from the log at the freeze, but its
+ * dump reads the kernel's text later, on the dump thread: a TEXT_POKE in
+ * between changed the text it copies, and must reach the bundle so the
+ * decoder can undo it; a loss the kernel reports only at its next output
+ * after the freeze (__perf_output_begin() writes LOST then) belongs to the
+ * bundle too. So from the mark on, TEXT_POKE and LOST records are kept
+ * (as well as logged), and once the dump has read the kernel and the rings
+ * were drained once more, the job takes those released since its mark:
+ * appended to out, their LOST counts in *ret_lost. Marks are taken in the
+ * order they were made, each exactly once (out NULL: just release it).
+ * -ENOBUFS when some were not kept for lack of room (out has the rest). */
+uint64_t sideband_intake_mark_late(SidebandIntake *in);
+int sideband_intake_take_late(SidebandIntake *in, uint64_t mark, Buffer *out, uint64_t *ret_lost);
 /* Records lost since the previous call (for the next bundle's manifest). */
 uint64_t sideband_intake_take_lost(SidebandIntake *in);
 void sideband_intake_get_stats(SidebandIntake *in, SidebandIntakeStats *ret);

@@ -740,6 +740,8 @@ static int setup_event_sources(Manager *m) {
                         .event = m->event,
                         .settings = &m->dump,
                         .requests = m->requests,
+                        .sideband = m->sideband,
+                        .recorder = m->recorder,
                         .stats = &m->stats,
                         .last_error = m->last_error,
                         .last_error_size = sizeof m->last_error,

@@ -96,7 +96,8 @@ struct Recorder {
         bool buffers_ready;
         uint64_t copy_ps_per_kib; /* measured copy cost (guarded by lock), 0 until measured */
 
-        uint64_t lost;
+        uint64_t lost;     /* tracking rings found corrupt: losses no LOST record reports */
+        uint64_t aux_lost; /* records the intel_pt events' own rings lost (their LOST records) */
 };
 
 /* events.c */

@@ -10,6 +10,7 @@
 #include <x86intrin.h>
 
 #include "common/perf/sys.h"
+#include "common/perf/time-conv.h"
 #include "daemon/recorder/internal.h"
 
 int recorder_new(const RecorderOptions *opts, Recorder **ret) {
@@ -165,7 +166,9 @@ nsec_t recorder_next_retry(Recorder *r) {
         return t;
 }
 
-static int drain_ring(Recorder *r, PerfRing *ring, unsigned cpu, RecorderRecordCallback cb, void *userdata) {
+/* skip_lost: LOST records are counted into *lost_events and not handed on. */
+static int drain_ring(Recorder *r, PerfRing *ring, unsigned cpu, bool skip_lost, uint64_t *lost_events,
+                      RecorderRecordCallback cb, void *userdata) {
         const void *rec;
         size_t size;
         int k, ret = 0;
@@ -177,6 +180,13 @@ static int drain_ring(Recorder *r, PerfRing *ring, unsigned cpu, RecorderRecordC
                 if (k < 0) {
                         ret = k;
                         break;
+                }
+                if (skip_lost && ((const struct perf_event_header *) rec)->type == PERF_RECORD_LOST) {
+                        uint64_t n = 0;
+                        if (size >= sizeof(struct perf_event_header) + 16)
+                                memcpy(&n, (const uint8_t *) rec + sizeof(struct perf_event_header) + 8, sizeof n);
+                        *lost_events += n;
+                        continue;
                 }
                 k = cb(rec, size, cpu, userdata);
                 if (k < 0) {
@@ -191,14 +201,15 @@ static int drain_ring(Recorder *r, PerfRing *ring, unsigned cpu, RecorderRecordC
 int recorder_drain_sideband(Recorder *r, RecorderRecordCallback cb, void *userdata) {
         for (size_t i = 0; i < r->n_cpus; i++) {
                 RecorderCpu *c = &r->cpus[i];
-                uint64_t lost_before, corrupt_before;
+                uint64_t corrupt_before;
                 int k;
 
                 if (c->sb_ring) {
-                        lost_before = c->sb.lost_events;
+                        /* Its LOST records go to the callback, which counts
+                         * them: counting them here too counted every loss
+                         * twice. Only what no record reports is counted here. */
                         corrupt_before = c->sb.corrupt_bytes;
-                        k = drain_ring(r, &c->sb, c->cpu, cb, userdata);
-                        r->lost += c->sb.lost_events - lost_before;
+                        k = drain_ring(r, &c->sb, c->cpu, false, NULL, cb, userdata);
                         /* A corrupt ring lost an unknown number of records. */
                         if (c->sb.corrupt_bytes != corrupt_before)
                                 r->lost++;
@@ -206,10 +217,13 @@ int recorder_drain_sideband(Recorder *r, RecorderRecordCallback cb, void *userda
                                 return k;
                 }
                 /* The intel_pt event's own records (AUX, ITRACE_START) are
-                 * side-band too. Not while its CPU is being copied: the
-                 * copy thread owns nothing here, but keep it simple. */
+                 * side-band too. A LOST there lost some of those, nothing
+                 * about processes: no /proc rescan is owed, so it is kept
+                 * apart from the tracking rings' losses. Not while its CPU
+                 * is being copied: the copy thread owns nothing here, but
+                 * keep it simple. */
                 if (c->pt_ring) {
-                        k = drain_ring(r, &c->pt_data, c->cpu, cb, userdata);
+                        k = drain_ring(r, &c->pt_data, c->cpu, true, &r->aux_lost, cb, userdata);
                         if (k < 0)
                                 return k;
                 }
@@ -228,6 +242,12 @@ int recorder_sideband_fd(Recorder *r, size_t i) {
 uint64_t recorder_take_lost(Recorder *r) {
         uint64_t l = r->lost;
         r->lost = 0;
+        return l;
+}
+
+uint64_t recorder_take_aux_lost(Recorder *r) {
+        uint64_t l = r->aux_lost;
+        r->aux_lost = 0;
         return l;
 }
 
@@ -339,21 +359,14 @@ uint64_t recorder_aux_size(Recorder *r) {
 
 int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret) {
         for (size_t i = 0; i < r->n_cpus; i++) {
-                const struct perf_event_mmap_page *m;
+                int k;
 
                 if (r->cpus[i].state != RECORDER_CPU_RECORDING || !r->cpus[i].pt_ring)
                         continue;
-                m = (const struct perf_event_mmap_page *) r->cpus[i].pt_ring;
-                *ret = (PerfTscConversion){
-                        .time_shift = m->time_shift,
-                        .time_mult = m->time_mult,
-                        .time_zero = m->time_zero,
-                        .cap_user_time_zero = m->cap_user_time_zero,
-                        .cap_user_time_short = m->cap_user_time_short,
-                        .time_cycles = m->time_cycles,
-                        .time_mask = m->time_mask,
-                };
-                return 0;
+                /* Under the page's seqcount, as perf_read_tsc_conversion();
+                 * -EOPNOTSUPP (cap_user_time_zero clear) still fills *ret. */
+                k = perf_mmap_page_read_tsc_conversion((const struct perf_event_mmap_page *) r->cpus[i].pt_ring, ret);
+                return k == -EOPNOTSUPP ? 0 : k;
         }
         return -ENODATA;
 }

@@ -117,15 +117,22 @@ nsec_t recorder_next_retry(Recorder *r);
 
 /* Read every record the tracking rings hold, in per-CPU order; records are
  * valid only during the callback. A callback error stops the drain.
- * Corrupt rings (never expected from the kernel) are counted as lost. */
+ * The tracking rings' PERF_RECORD_LOST records reach the callback like any
+ * other (the callback counts them); corrupt rings (never expected from the
+ * kernel) are counted by recorder_take_lost(). The intel_pt events' own
+ * rings' LOST records are not passed on: recorder_take_aux_lost(). */
 typedef int (*RecorderRecordCallback)(const void *record, size_t size, unsigned cpu, void *userdata);
 int recorder_drain_sideband(Recorder *r, RecorderRecordCallback cb, void *userdata);
 /* File descriptors that become readable when a tracking ring passes its
  * watermark, for an event loop: count and the fd of index i (or -1). */
 size_t recorder_n_slots(Recorder *r);
 int recorder_sideband_fd(Recorder *r, size_t i);
-/* PERF_RECORD_LOST events counted in tracking rings since the last call. */
+/* Tracking rings found corrupt since the last call: each counts as one
+ * lost record, as no LOST record reports it. */
 uint64_t recorder_take_lost(Recorder *r);
+/* Records (AUX, ITRACE_START) the intel_pt events' own rings lost since
+ * the last call, as their LOST records said. */
+uint64_t recorder_take_aux_lost(Recorder *r);
 
 /* Start a snapshot: disable all, copy in the background. -EBUSY when one
  * is in progress (callers coalesce), -ENOBUFS when copy memory is not ready
@@ -163,8 +170,10 @@ typedef struct RecorderCpuInfo {
 } RecorderCpuInfo;
 
 /* The TSC to perf time conversion the kernel publishes in the intel_pt
- * events' metadata pages (the first recording CPU's). -ENODATA when no CPU
- * records. */
+ * events' metadata pages (the first recording CPU's), read under the
+ * page's seqcount. Usable only when ret->cap_user_time_zero is set (the
+ * fields are filled either way, for the manifest). -ENODATA when no CPU
+ * records, -EBUSY when the page never held still. */
 int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret);
 
 size_t recorder_n_cpus(Recorder *r); /* slots, online or not */

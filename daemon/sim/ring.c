@@ -15,29 +15,31 @@ static void sim_wakeup(SimEvent *e) {
 }
 
 /* Append a record to the event's data ring; a full ring loses it and
- * counts it, as the kernel does (a LOST record follows when room is back). */
+ * counts it, as the kernel's __perf_output_begin() (kernel/events/
+ * ring_buffer.c) does: while records are lost (rb->lost), the next output
+ * must find room for a LOST record and itself together, LOST first; if
+ * both do not fit, this record is lost too. So a loss is reported only at
+ * the next output that fits, however long that takes. */
 void sim_ring_write(SimEvent *e, const void *rec, size_t size) {
         struct perf_event_mmap_page *m = e->meta;
         uint64_t head = m->data_head, tail = ring_load_acquire(&m->data_tail), dsize = m->data_size;
         uint8_t *data = e->ring + m->data_offset;
         _cleanup_buffer_ Buffer lost = BUFFER_NULL;
 
-        if (e->lost_records > 0 && head - tail + 40 + size <= dsize) {
+        if (e->lost_records > 0) {
                 PerfSampleId sid = { .cpu = e->cpu, .id = e->id, .time = now_nsec(CLOCK_MONOTONIC),
                                      .sample_type = e->attr.sample_id_all ? e->attr.sample_type : 0 };
-                if (perf_record_append_lost(&lost, e->id, e->lost_records, e->attr.sample_id_all ? &sid : NULL) >= 0 &&
-                    head - tail + lost.size + size <= dsize) {
-                        for (size_t i = 0; i < lost.size; i++)
-                                data[(head + i) & (dsize - 1)] = lost.data[i];
-                        head += lost.size;
-                        e->lost_records = 0;
-                }
+                if (perf_record_append_lost(&lost, e->id, e->lost_records, e->attr.sample_id_all ? &sid : NULL) < 0)
+                        lost.size = 0; /* out of memory: report it at a later output */
         }
-        if (head - tail + size > dsize) {
+        if (head - tail + lost.size + size > dsize || (e->lost_records > 0 && lost.size == 0)) {
                 e->lost_records++;
-                ring_store_release(&m->data_head, head);
                 return;
         }
+        for (size_t i = 0; i < lost.size; i++)
+                data[(head + i) & (dsize - 1)] = lost.data[i];
+        head += lost.size;
+        e->lost_records = 0;
         for (size_t i = 0; i < size; i++)
                 data[(head + i) & (dsize - 1)] = ((const uint8_t *) rec)[i];
         ring_store_release(&m->data_head, head + size);

@@ -315,5 +315,49 @@ static void test_lying_bundle(void) {
         (void) rmdir(dir);
 }
 
-RUN_TESTS(TEST(test_truncated), TEST(test_bitflips), TEST(test_garbage), TEST(test_no_progress),
+/* A bundle recorded after sched_clock went unstable: the kernel cleared
+ * cap_user_time_zero and left a stale time_mult. Before, the decoder took
+ * any nonzero time_mult for a conversion and printed wrong times; now it
+ * keeps TSC ticks and says why. */
+static void test_stale_conversion(void) {
+        _cleanup_(bundle_writer_freep) BundleWriter *w = NULL;
+        _cleanup_(bundle_manifest_freep) BundleManifest *m = NULL;
+        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
+        _cleanup_free_ char *error = NULL, *path = NULL;
+        char dir[] = "/tmp/ptdecode-stale-XXXXXX";
+        BundleWriterOptions wo = BUNDLE_WRITER_OPTIONS_DEFAULT;
+        BundleCpu *c;
+        TraceBuilder t;
+        bool noted = false;
+
+        tb_init(&t, 256);
+        tb_psb(&t, 10, true, 0x401000);
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        wo.group = NULL;
+        ASSERT_OK(bundle_writer_new(dir, "stale.tar", &wo, &w, &error));
+        ASSERT_OK(bundle_writer_add_member(w, "cpu0.pt", t.buf, tb_offset(&t), 0, &error));
+        ASSERT_OK(bundle_manifest_new(&m));
+        m->trigger.reason = strdup("test");
+        m->trigger.source = strdup("test");
+        m->tsc.conversion = (PerfTscConversion){ .time_shift = 31, .time_mult = 447392426, .time_zero = 1000 };
+        c = bundle_manifest_add_cpu(m, 0);
+        ASSERT_NOT_NULL(c);
+        c->member = strdup("cpu0.pt");
+        c->bytes = tb_offset(&t);
+        m->kernel.kcore_absent_reason = strdup("/proc/kcore is missing");
+        if (bundle_writer_finish(w, m, &path, &error) < 0)
+                test_fail("bundle_writer_finish: %s", strna(error));
+        tb_done(&t);
+
+        ASSERT_OK(decode_input_from_bundle(path, &in, &error));
+        ASSERT_FALSE(in->has_tsc_conversion);
+        for (char **n = in->notes; n && *n; n++)
+                if (strstr(*n, "cap_user_time_zero"))
+                        noted = true;
+        ASSERT_TRUE(noted);
+        (void) unlink(path);
+        (void) rmdir(dir);
+}
+
+RUN_TESTS(TEST(test_stale_conversion), TEST(test_truncated), TEST(test_bitflips), TEST(test_garbage), TEST(test_no_progress),
           TEST(test_bad_images), TEST(test_lying_bundle), TEST(test_realpt_mutations));

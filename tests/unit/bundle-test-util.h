@@ -90,7 +90,8 @@ static inline BundleManifest *make_test_manifest(size_t n_cpus, uint64_t cpu_byt
         m->tsc.cpuid_15_ebx = 188;
         m->tsc.nominal_freq = 24;
         m->tsc.mtc_freq = 3;
-        m->tsc.tsc_hz = 2400000000ULL;
+        m->tsc.tsc_hz = 2400000000ULL; /* a Skylake-SP: no crystal Hz in CPUID 0x15 ecx */
+        m->tsc.tsc_hz_source = BUNDLE_TSC_HZ_MAX_NONTURBO_RATIO;
         m->trigger.reason = strdup("latency spike in \"checkout\"");
         m->trigger.source = strdup("varlink");
         m->trigger.has_requester = true;

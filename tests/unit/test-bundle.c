@@ -700,12 +700,50 @@ static void test_manifest_json(void) {
         ASSERT_OK(bundle_manifest_to_json(m2, &b, NULL, &error));
         ASSERT_STREQ(a, b);
         ASSERT_CONTAINS(a, "\"0xdeadbeefcafef00d\"");
+        ASSERT_CONTAINS(a, "\"cpuid_15_ecx\": 0");
+        ASSERT_CONTAINS(a, "\"tsc_hz_source\": \"max_nonturbo_ratio\"");
         ASSERT_CONTAINS(a, "\"missing_reason\": \"larger than the per-file budget");
 
         /* Unknown keys are ignored: forward compatibility within a version. */
         tampered = replace(a, "\"simulated\"", "\"some_future_key\": { \"x\": [1, 2] }, \"simulated\"");
         ASSERT_OK(bundle_manifest_parse(tampered, strlen(tampered), &m3, &error));
         written_done(&wr);
+}
+
+/* The TSC's frequency (bundle_tsc_derive_hz()): never 0 Hz from a 0
+ * crystal. CPUID leaf 0x15 with ecx = 0 (Skylake-era servers) keeps its
+ * ratio and falls back to leaf 0x16's base frequency, then to the maximum
+ * non-turbo ratio, else says it does not know. Before, ecx was not kept
+ * and such a host's bundle had tsc_hz 0 with nothing saying why. */
+static void test_tsc_hz(void) {
+        BundleTsc t;
+
+        /* A client part: crystal given (24 MHz × 125 / 2 = 1.5 GHz). */
+        t = (BundleTsc){ .cpuid_15_eax = 2, .cpuid_15_ebx = 125, .cpuid_15_ecx = 24000000, .nominal_freq = 15 };
+        bundle_tsc_derive_hz(&t, 1500);
+        ASSERT_EQ_U64(t.tsc_hz, 1500000000);
+        ASSERT_EQ(t.tsc_hz_source, BUNDLE_TSC_HZ_CPUID_15);
+
+        /* Skylake-SP: ratio 168/2, no crystal; leaf 0x16 says 2100 MHz. */
+        t = (BundleTsc){ .cpuid_15_eax = 2, .cpuid_15_ebx = 168, .cpuid_15_ecx = 0, .nominal_freq = 21 };
+        bundle_tsc_derive_hz(&t, 2100);
+        ASSERT_EQ_U64(t.tsc_hz, 2100000000);
+        ASSERT_EQ(t.tsc_hz_source, BUNDLE_TSC_HZ_CPUID_16);
+        ASSERT_EQ(t.cpuid_15_ebx, 168); /* the ratio MTC needs is untouched */
+
+        /* No leaf 0x16 (a hypervisor hiding it): the nominal ratio. */
+        bundle_tsc_derive_hz(&t, 0);
+        ASSERT_EQ_U64(t.tsc_hz, 2100000000);
+        ASSERT_EQ(t.tsc_hz_source, BUNDLE_TSC_HZ_MAX_NONTURBO_RATIO);
+
+        /* Nothing to go by: unknown, and said so. */
+        t.nominal_freq = 0;
+        bundle_tsc_derive_hz(&t, 0);
+        ASSERT_EQ_U64(t.tsc_hz, 0);
+        ASSERT_EQ(t.tsc_hz_source, BUNDLE_TSC_HZ_UNKNOWN);
+
+        /* ecx and the source survive the manifest: test_manifest_json. */
+        ASSERT_EQ(bundle_tsc_hz_source_from_string("from-the-future"), BUNDLE_TSC_HZ_UNKNOWN);
 }
 
 /* Every key the serializer writes is documented in ptraced-bundle(5) as
@@ -845,4 +883,4 @@ RUN_TESTS(TEST(test_round_trip), TEST(test_round_trip_named_tmp_and_threads), TE
           TEST(test_tar_lists_it), TEST(test_whole_file_zstd), TEST(test_writer_refusals),
           TEST(test_hostile_names_and_types), TEST(test_hostile_members), TEST(test_zstd_bomb), TEST(test_truncated),
           TEST(test_corrupt_member_bytes), TEST(test_garbage), TEST(test_manifest_json),
-          TEST(test_manifest_documented), TEST(test_fuzz_seeds));
+          TEST(test_manifest_documented), TEST(test_tsc_hz), TEST(test_fuzz_seeds));

@@ -96,6 +96,20 @@ static const char kallsyms[] = "0000000000000000 A fixed_percpu_data\n"
                                "ffffffff82000000 D _sdata\n"
                                "ffffffffc0002010 t foo_init\t[foo]\n";
 
+/* What a kernel generates outside modules, as /proc/kallsyms lists it:
+ * a BPF program (ptraced's own tracepoint triggers are such), a BPF
+ * trampoline, an ftrace trampoline and a kprobe slot, all in the module
+ * area on x86-64. */
+static const char kallsyms_generated[] = "ffffffff81001000 T _stext\n"
+                                         "ffffffff81400123 T _etext\n"
+                                         "ffffffffc0001040 t bpf_prog_6deef7357e7b4530_trigger\t[bpf]\n"
+                                         "ffffffffc0020000 t bpf_trampoline_6442491857\t[bpf]\n"
+                                         "ffffffffc0030000 t ftrace_trampoline\t[__builtin__ftrace]\n"
+                                         "ffffffffc0040100 t kprobe_insn_page\t[__builtin__kprobes]\n";
+
+static const char kallsyms_text_only[] = "ffffffff81001000 T _stext\n"
+                                         "ffffffff81400123 T _etext\n";
+
 static const char modules[] = "foo 16384 0 - Live 0xffffffffc0002000\n"
                               "bar 40960 1 foo, Live 0xffffffffc0010000 (OE)\n";
 
@@ -112,21 +126,43 @@ static void setup(char **dir, char **kcore) {
         make_kcore(*kcore, segs, ELEMENTSOF(segs));
 }
 
+/* The copy's output file in the scratch directory. */
+static int open_output(const char *dir, char **ret_path) {
+        int fd;
+
+        ASSERT_TRUE(asprintf(ret_path, "%s/kcore.elf", dir) > 0);
+        fd = open(*ret_path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+        ASSERT_TRUE(fd >= 0);
+        return fd;
+}
+
 static void test_ranges(void) {
         KcoreRange r;
 
         ASSERT_OK(kcore_kernel_text_range(kallsyms, &r));
         ASSERT_EQ_U64(r.start, 0xffffffff81001000ULL); /* _stext wins over _text */
         ASSERT_EQ_U64(r.end, 0xffffffff81401000ULL);   /* _etext rounded up */
-        ASSERT_OK(kcore_modules_range(modules, &r));
+        ASSERT_OK(kcore_module_area_range(kallsyms, modules, &r));
         ASSERT_EQ_U64(r.start, 0xffffffffc0002000ULL);
         ASSERT_EQ_U64(r.end, 0xffffffffc001a000ULL);
+        /* Tagged code beyond the modules widens the area both ways: perf's
+         * rule, up to the last tagged symbol plus a page. */
+        ASSERT_OK(kcore_module_area_range(kallsyms_generated, modules, &r));
+        ASSERT_EQ_U64(r.start, 0xffffffffc0001000ULL);
+        ASSERT_EQ_U64(r.end, 0xffffffffc0042000ULL);
+        /* No modules at all: the generated code alone. */
+        ASSERT_OK(kcore_module_area_range(kallsyms_generated, "", &r));
+        ASSERT_EQ_U64(r.start, 0xffffffffc0001000ULL);
+        ASSERT_EQ_U64(r.end, 0xffffffffc0042000ULL);
+        /* Data symbols do not count, tagged or not (kallsyms__is_function). */
+        ASSERT_ERROR(kcore_module_area_range("ffffffffc0005000 d some_data\t[foo]\n", "", &r), ENODATA);
 
         /* Hidden addresses (kptr_restrict) and missing symbols. */
         ASSERT_ERROR(kcore_kernel_text_range("0000000000000000 T _stext\n0000000000000000 T _etext\n", &r), EPERM);
         ASSERT_ERROR(kcore_kernel_text_range("ffffffff81000000 T _stext\n", &r), ENODATA);
-        ASSERT_ERROR(kcore_modules_range("foo 16384 0 - Live 0x0000000000000000\n", &r), EPERM);
-        ASSERT_ERROR(kcore_modules_range("", &r), ENODATA);
+        ASSERT_ERROR(kcore_module_area_range("", "foo 16384 0 - Live 0x0000000000000000\n", &r), EPERM);
+        ASSERT_ERROR(kcore_module_area_range("0000000000000000 t bpf_prog_x\t[bpf]\n", "", &r), EPERM);
+        ASSERT_ERROR(kcore_module_area_range(kallsyms_text_only, "", &r), ENODATA);
 }
 
 static void check_segment(int fd, const GElf_Phdr *ph) {
@@ -150,9 +186,7 @@ static void test_copy(void) {
         int fd;
 
         setup(&dir, &kcore);
-        ASSERT_TRUE(asprintf(&out, "%s/kcore.elf", dir) > 0);
-        fd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0);
+        fd = open_output(dir, &out);
         ASSERT_OK(kcore_copy(kcore, kallsyms, modules, fd, 0, &res, &error));
         ASSERT_EQ(res.n_segments, 2);
         ASSERT_EQ_U64(res.text.start, 0xffffffff81001000ULL);
@@ -192,15 +226,40 @@ static void test_copy(void) {
         rm_rf(dir);
 }
 
+/* No module loaded, but BPF programs, trampolines and kprobe slots: their
+ * code is copied, byte for byte. Before, the copy took /proc/modules alone
+ * and left them out, so kernel decode lost sync in them. */
+static void test_copy_generated_code(void) {
+        _cleanup_free_ char *dir = NULL, *kcore = NULL, *out = NULL, *error = NULL;
+        KcoreCopyResult res;
+        Elf64_Phdr ph;
+        int fd;
+
+        setup(&dir, &kcore);
+        fd = open_output(dir, &out);
+        ASSERT_OK(kcore_copy(kcore, kallsyms_generated, "", fd, 0, &res, &error));
+        ASSERT_EQ(res.n_segments, 2);
+        ASSERT_EQ_U64(res.modules.start, 0xffffffffc0001000ULL);
+        ASSERT_EQ_U64(res.modules.end, 0xffffffffc0042000ULL);
+        ASSERT_EQ(pread(fd, &ph, sizeof ph, (off_t) (sizeof(Elf64_Ehdr) + sizeof ph)), (ssize_t) sizeof ph);
+        ASSERT_EQ(ph.p_type, PT_LOAD);
+        ASSERT_EQ_U64(ph.p_vaddr, 0xffffffffc0001000ULL);
+        ASSERT_EQ_U64(ph.p_filesz, 0x41000);
+        {
+                GElf_Phdr g = { .p_vaddr = ph.p_vaddr, .p_offset = ph.p_offset, .p_filesz = ph.p_filesz };
+                check_segment(fd, &g);
+        }
+        close(fd);
+        rm_rf(dir);
+}
+
 static void test_failures(void) {
         _cleanup_free_ char *dir = NULL, *kcore = NULL, *out = NULL, *error = NULL, *bad = NULL;
         KcoreCopyResult res;
         int fd;
 
         setup(&dir, &kcore);
-        ASSERT_TRUE(asprintf(&out, "%s/kcore.elf", dir) > 0);
-        fd = open(out, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
-        ASSERT_TRUE(fd >= 0);
+        fd = open_output(dir, &out);
 
         /* Kernel text not mapped by kcore. */
         ASSERT_ERROR(kcore_copy(kcore, "ffffffff90000000 T _stext\nffffffff90100000 T _etext\n", modules, fd, 0, &res,
@@ -223,11 +282,12 @@ static void test_failures(void) {
         }
         ASSERT_ERROR(kcore_copy(bad, kallsyms, modules, fd, 0, &res, &error), EBADMSG);
         /* Hidden modules: the kernel text alone is copied. */
-        ASSERT_OK(kcore_copy(kcore, kallsyms, "foo 16384 0 - Live 0x0000000000000000\n", fd, 0, &res, &error));
+        ASSERT_OK(kcore_copy(kcore, kallsyms_text_only, "foo 16384 0 - Live 0x0000000000000000\n", fd, 0, &res,
+                             &error));
         ASSERT_EQ(res.n_segments, 1);
         ASSERT_EQ(res.modules.start, 0);
         close(fd);
         rm_rf(dir);
 }
 
-RUN_TESTS(TEST(test_ranges), TEST(test_copy), TEST(test_failures));
+RUN_TESTS(TEST(test_ranges), TEST(test_copy), TEST(test_copy_generated_code), TEST(test_failures));

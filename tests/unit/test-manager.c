@@ -125,6 +125,17 @@ static void check_bundle(const char *path, Truth *t, const char *reason) {
         ASSERT_TRUE(found_self);
 }
 
+/* A scratch directory and a config writing there, on the emulated PMU. */
+static void test_config(char *dir, PtracedConfig *c) {
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        ptraced_config_init(c);
+        c->directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c->control.socket, "%s/io.ptraced", dir) > 0);
+        c->source = TRACE_SOURCE_SIM;
+}
+
 static void test_manager(void) {
         char dir[] = "/tmp/test-manager-XXXXXX";
         _cleanup_(manager_freep) Manager *m = NULL;
@@ -133,15 +144,8 @@ static void test_manager(void) {
         Done d1 = {}, d2 = {}, d3 = {};
         SnapshotStats stats;
 
-        if (geteuid() != 0)
-                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
-
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        ptraced_config_init(&c);
-        c.directory = strdup(dir);
-        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        test_config(dir, &c);
         c.buffer_size = 64 * 1024;
-        c.source = TRACE_SOURCE_SIM;
 
         manager_block_signals();
         PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
@@ -198,6 +202,103 @@ static void test_manager(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
+static void on_frozen(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata) {
+        *(bool *) userdata = true;
+}
+
+static void inject(Manager *m, unsigned cpu, const Buffer *b) {
+        ASSERT_OK(pmu_sim_inject_sideband(manager_get_backend(m), cpu, b->data, b->size));
+}
+
+/* What the side-band shows after a bundle's side-band was assembled at the
+ * freeze, before its dump read the kernel, still reaches it: a TEXT_POKE
+ * (the kcore copy has the poked bytes; the decoder must be able to undo
+ * them), and a loss the kernel reports only at the ring's next output
+ * (__perf_output_begin()), here one that happened just before the freeze.
+ * Before, both went to no bundle or to the next one. */
+static void test_late_sideband(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+        _cleanup_buffer_ Buffer comm = BUFFER_NULL, poke = BUFFER_NULL;
+        _cleanup_free_ void *sb = NULL;
+        _cleanup_free_ char *err = NULL;
+        static const uint8_t old_bytes[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, new_bytes[5] = { 0xe9, 1, 2, 3, 4 };
+        const uint64_t poke_addr = 0xffffffff81234560ULL;
+        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        uint64_t lost = 0;
+        bool frozen = false, poked = false;
+        PtracedConfig c;
+        Done d = {};
+        PerfRecordStream st;
+        const void *rec;
+        size_t size, sb_size;
+
+        if (cpu > 15)
+                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        test_config(dir, &c);
+        c.buffer_size = 64 * 1024;
+        c.sideband_buffer_size = 16 * 1024;
+        c.image_max = 4096; /* images listed missing: this test is about the side-band, and quick */
+        manager_block_signals();
+        PmuBackend *b = sim_test_backend_new(cpu + 1, 1 << 20, NULL);
+        ASSERT_OK(manager_new(&c, b, &m));
+        ptraced_config_done(&c);
+        manager_set_snapshot_hook(m, on_frozen, &frozen);
+        ASSERT_OK(manager_start(m, 0));
+        /* Past WarmupSec=, so the trigger is taken. */
+        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        /* The emulated CPU's tracking ring overflows just before the freeze:
+         * records are lost and nothing says so yet. */
+        PerfSampleId sid = { .pid = 7, .tid = 7, .time = now_nsec(CLOCK_MONOTONIC), .cpu = cpu,
+                             .sample_type = PTRACED_SAMPLE_TYPE };
+        ASSERT_OK(perf_record_append_comm(&comm, false, 7, 7, "filler", &sid));
+        for (unsigned i = 0; i < 1000; i++)
+                inject(m, cpu, &comm);
+        manager_trigger(m, request("late", &d));
+        for (int i = 0; i < 300 && !frozen && !d.called; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
+        ASSERT_FALSE(d.called);
+        ASSERT_TRUE(frozen);
+
+        /* The freeze's drain and the bundle's side-band are done; its dump
+         * has not read the kernel yet (or has, but the loop has not taken
+         * it back). Now the kernel patches its text, and the ring's next
+         * output carries the LOST. */
+        sid.time = now_nsec(CLOCK_MONOTONIC);
+        ASSERT_OK(perf_record_append_text_poke(&poke, poke_addr, old_bytes, 5, new_bytes, 5, &sid));
+        inject(m, cpu, &poke);
+        for (int i = 0; i < 1200 && !d.called; i++) /* a minute, for a loaded machine */
+                ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
+        ASSERT_TRUE(d.called);
+        ASSERT_OK(d.error);
+
+        ASSERT_OK(bundle_reader_open(d.path, NULL, &r, &err));
+        ASSERT_OK(bundle_reader_read_member(r, "sideband.perf", &sb, &sb_size, &err));
+        perf_record_stream_init(&st, sb, sb_size);
+        while (perf_record_stream_next(&st, &rec, &size) > 0) {
+                PerfRecord pr;
+                if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &pr) < 0)
+                        continue;
+                if (pr.type == PERF_RECORD_TEXT_POKE && pr.text_poke.addr == poke_addr &&
+                    memcmp(pr.text_poke.new_bytes, new_bytes, 5) == 0)
+                        poked = true;
+                if (pr.type == PERF_RECORD_LOST && pr.sid.cpu == cpu)
+                        lost += pr.lost.lost;
+        }
+        printf("  bundle side-band: poke %s, %" PRIu64 " lost on CPU %u, manifest says %" PRIu64 " lost\n",
+               poked ? "present" : "absent", lost, cpu, bundle_reader_manifest(r)->sideband.n_lost);
+        ASSERT_TRUE(poked);
+        ASSERT_TRUE(lost > 0);
+        ASSERT_TRUE(bundle_reader_manifest(r)->sideband.n_lost >= lost);
+
+        m = manager_free(m);
+        free(d.path);
+        ASSERT_OK(rm_rf(dir));
+}
+
 /* A bundle that cannot fit under MaxBundleSize= even with every old one
  * removed is refused before anything is written, the limit named. */
 static void test_max_bundle_size(void) {
@@ -206,16 +307,9 @@ static void test_max_bundle_size(void) {
         PtracedConfig c;
         Done d = {};
 
-        if (geteuid() != 0)
-                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
-
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        ptraced_config_init(&c);
-        c.directory = strdup(dir);
-        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        test_config(dir, &c);
         c.buffer_size = 256 * 1024;
         c.max_bundle_size = 64 * 1024;
-        c.source = TRACE_SOURCE_SIM;
         manager_block_signals();
         ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 32 << 20, NULL), &m));
         ptraced_config_done(&c);
@@ -239,4 +333,4 @@ static void test_max_bundle_size(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
-RUN_TESTS(TEST(test_manager), TEST(test_max_bundle_size));
+RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size));

@@ -314,6 +314,20 @@ static int open_tracking(PmuBackend *b, int cpu, void **ret_ring, PerfRing *ret_
         return fd;
 }
 
+/* A tracking event on cpu with its ring mapped (map bytes), enabled. */
+static int open_tracking_at(PmuBackend *b, unsigned cpu, size_t map, struct perf_event_attr *a, void **ret_ring) {
+        TrackingFeatures f = {};
+        int fd;
+
+        f.supported[TRACKING_CONTEXT_SWITCH] = true;
+        perf_attr_tracking(&f, 0, a);
+        fd = pmu_backend_event_open(b, a, -1, (int) cpu, -1, 0);
+        ASSERT_OK(fd);
+        ASSERT_OK(pmu_backend_mmap(b, fd, map, PROT_READ | PROT_WRITE, 0, ret_ring));
+        ASSERT_OK(pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_ENABLE, 0));
+        return fd;
+}
+
 /* The kernel's perf_event_exit_cpu_context() (kernel/events/core.c):
  * __perf_event_exit_context() takes every event of a CPU going offline out
  * of its context (__perf_remove_from_context(), DETACH_GROUP; list_del_event()
@@ -407,7 +421,6 @@ static void test_hotplug_detaches(void) {
  * TSC's clock), emulated ones beyond, fed by the source. */
 static void test_sideband(void) {
         _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(64, 1 << 20);
-        TrackingFeatures f = {};
         struct perf_event_attr a;
         size_t page = (size_t) sysconf(_SC_PAGESIZE);
         void *ring;
@@ -416,15 +429,9 @@ static void test_sideband(void) {
         size_t size;
         int fd;
 
-        f.supported[TRACKING_CONTEXT_SWITCH] = true;
-        perf_attr_tracking(&f, 0, &a);
-
         /* CPU 63 does not exist here: an emulated event. */
-        fd = pmu_backend_event_open(b, &a, -1, 63, -1, 0);
-        ASSERT_OK(fd);
-        ASSERT_OK(pmu_backend_mmap(b, fd, page * 3, PROT_READ | PROT_WRITE, 0, &ring));
+        fd = open_tracking_at(b, 63, page * 3, &a, &ring);
         ASSERT_OK(perf_ring_init(&pr, ring, page * 3, page));
-        ASSERT_OK(pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_ENABLE, 0));
 
         _cleanup_buffer_ Buffer rb = BUFFER_NULL;
         PerfSampleId sid = { .pid = 5, .tid = 5, .time = 1, .cpu = 63, .sample_type = PTRACED_SAMPLE_TYPE };
@@ -449,6 +456,66 @@ static void test_sideband(void) {
         }
 }
 
+/* A full data ring loses records as the kernel's __perf_output_begin()
+ * does: the LOST record is written only at the next output that has room
+ * for it and that output together; an output with room for itself alone
+ * is lost too. Before, the emulator wrote such a record without its LOST,
+ * and the loss went unreported. */
+static void test_sideband_lost(void) {
+        _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(64, 1 << 20);
+        struct perf_event_attr a;
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        struct perf_event_mmap_page *m;
+        void *ring;
+        PerfRing pr;
+        PerfRecord r;
+        const void *rec;
+        size_t size;
+        uint64_t head;
+        unsigned n = 0;
+        int fd;
+
+        fd = open_tracking_at(b, 63, page * 3, &a, &ring);
+        m = ring;
+
+        _cleanup_buffer_ Buffer rb = BUFFER_NULL;
+        PerfSampleId sid = { .pid = 5, .tid = 5, .time = 1, .cpu = 63, .sample_type = PTRACED_SAMPLE_TYPE };
+        ASSERT_OK(perf_record_append_comm(&rb, true, 5, 5, "synthetic", &sid));
+
+        /* Fill the ring; one more is lost, and nothing says so yet. */
+        while (ring_load_acquire(&m->data_head) + rb.size <= m->data_size) {
+                ASSERT_OK(pmu_sim_inject_sideband(b, 63, rb.data, rb.size));
+                n++;
+        }
+        head = ring_load_acquire(&m->data_head);
+        ASSERT_OK(pmu_sim_inject_sideband(b, 63, rb.data, rb.size));
+        ASSERT_EQ_U64(ring_load_acquire(&m->data_head), head);
+
+        /* Room for one record but not for a LOST before it: lost too. */
+        ring_store_release(&m->data_tail, head + rb.size - m->data_size);
+        ASSERT_OK(pmu_sim_inject_sideband(b, 63, rb.data, rb.size));
+        ASSERT_EQ_U64(ring_load_acquire(&m->data_head), head);
+
+        /* Everything read: the next output carries LOST (2) first. */
+        ring_store_release(&m->data_tail, head);
+        ASSERT_OK(pmu_sim_inject_sideband(b, 63, rb.data, rb.size));
+        ASSERT_OK(perf_ring_init(&pr, ring, page * 3, page));
+        perf_ring_begin(&pr);
+        ASSERT_EQ(perf_ring_next(&pr, &rec, &size), 1);
+        ASSERT_OK(perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r));
+        ASSERT_EQ(r.type, PERF_RECORD_LOST);
+        ASSERT_EQ_U64(r.lost.lost, 2);
+        ASSERT_EQ(perf_ring_next(&pr, &rec, &size), 1);
+        ASSERT_OK(perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r));
+        ASSERT_EQ(r.type, PERF_RECORD_COMM);
+        ASSERT_EQ(perf_ring_next(&pr, &rec, &size), 0);
+        perf_ring_end(&pr);
+        perf_ring_done(&pr);
+        printf("  %u records filled the ring\n", n);
+        ASSERT_OK(pmu_backend_munmap(b, fd, ring, page * 3));
+        ASSERT_OK(pmu_backend_close(b, fd));
+}
+
 static void test_tsc(void) {
         uint16_t shift;
         uint32_t mult;
@@ -466,4 +533,4 @@ static void test_tsc(void) {
 }
 
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
-          TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_tsc));
+          TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc));

@@ -239,9 +239,20 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                         .stepping = (uint8_t) m->cpuid.stepping,
                 };
         }
-        if (m->tsc.conversion.time_mult != 0 && m->tsc.conversion.time_shift < 64) {
+        /* Only cap_user_time_zero makes the page's fields a conversion: x86's
+         * arch_perf_update_userpage() clears it once sched_clock is unstable
+         * and leaves a stale time_mult behind (perf_read_tsc_conversion()
+         * in perf's tools/perf/util/tsc.c refuses it the same way). */
+        if (m->tsc.conversion.cap_user_time_zero && m->tsc.conversion.time_mult != 0 &&
+            m->tsc.conversion.time_shift < 64) {
                 in->has_tsc_conversion = true;
                 in->tsc_conversion = m->tsc.conversion;
+        } else if (m->tsc.conversion.time_mult != 0) {
+                r = decode_input_add_note(in,
+                                          "the kernel published no usable TSC conversion (cap_user_time_zero clear: "
+                                          "sched_clock was unstable); trace times are left in TSC ticks");
+                if (r < 0)
+                        return r;
         }
         in->traced = decode_traced_from_config(m->pmu.config_text);
         in->cpuid_15_eax = m->tsc.cpuid_15_eax;

@@ -615,8 +615,10 @@ int decode_input_from_perf_data(const char *path, DecodeInput **ret, char **ret_
                 in->cpuid_15_ebx = info->tsc_ctc_ratio_n;
         }
         /* The conversion the trace was recorded with: AUXTRACE_INFO's, else
-         * TIME_CONV's. */
-        if (info->tc.time_mult != 0) {
+         * TIME_CONV's; only with cap_user_time_zero, which perf's
+         * intel_pt_info_fill() sets only when perf_read_tsc_conversion()
+         * found the kernel's cap_user_time_zero (tools/perf/util/tsc.c). */
+        if (info->tc.cap_user_time_zero && info->tc.time_mult != 0) {
                 in->has_tsc_conversion = true;
                 in->tsc_conversion = info->tc;
                 if (d->has_time_conv && d->time_conv.cap_user_time_short) {
@@ -624,7 +626,7 @@ int decode_input_from_perf_data(const char *path, DecodeInput **ret, char **ret_
                         in->tsc_conversion.time_cycles = d->time_conv.time_cycles;
                         in->tsc_conversion.time_mask = d->time_conv.time_mask;
                 }
-        } else if (d->has_time_conv && d->time_conv.time_mult != 0) {
+        } else if (d->has_time_conv && d->time_conv.cap_user_time_zero && d->time_conv.time_mult != 0) {
                 in->has_tsc_conversion = true;
                 in->tsc_conversion = d->time_conv;
         }

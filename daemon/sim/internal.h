@@ -4,7 +4,8 @@
 /* The emulated PMU's state, shared by its modules: pmu-sim.c (the backend
  * operations and the public API), ring.c (the data ring and the records
  * the kernel writes into it), producer.c (trace production into the AUX
- * area), validate.c (what the driver refuses at perf_event_open). */
+ * area), validate.c (what the driver refuses at perf_event_open), filter.c
+ * (address filters). */
 
 #include <pthread.h>
 
@@ -96,6 +97,9 @@ void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t fl
 /* producer.c */
 void sim_take_truth(SimEvent *e);
 void *sim_producer(void *userdata);
+
+/* filter.c: PERF_EVENT_IOC_SET_FILTER, by the kernel's rules. */
+int sim_event_set_filter(PmuSim *s, SimEvent *e, const char *arg);
 
 /* validate.c */
 int sim_validate_pt_attr(PmuSim *s, const struct perf_event_attr *a, pid_t pid, int cpu);

@@ -206,30 +206,40 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
         return 0;
 }
 
+/* A filter as the kernel's grammar spells it, for messages. */
+static const char *filter_string(const KernelFilter *f, char *buf, size_t l) {
+        int k = snprintf(buf, l, "%s 0x%" PRIx64, kernel_filter_action_to_string(f->action), f->offset);
+
+        if (f->size && k > 0 && (size_t) k < l)
+                k += snprintf(buf + k, l - (size_t) k, "/0x%" PRIx64, f->size);
+        if (f->file && k > 0 && (size_t) k < l)
+                (void) snprintf(buf + k, l - (size_t) k, "@%s", f->file);
+        return buf;
+}
+
 /* pt_event_addr_filters_validate(), after the whole string parsed. */
 static int validate(const KernelFilter *filters, size_t n, const KernelFilterEvent *ev, char **ret_error) {
         for (size_t i = 0; i < n; i++) {
                 const KernelFilter *f = &filters[i];
-                const char *a = kernel_filter_action_to_string(f->action);
+                char b[KERNEL_FILTER_MAX + 64];
 
                 if (f->action == KERNEL_FILTER_START)
                         return set_error_message(-EOPNOTSUPP, ret_error,
-                                                 "'start 0x%" PRIx64 "': Intel PT has no 'start' filters; use "
-                                                 "'filter ADDR/SIZE' for a range to trace "
-                                                 "(pt_event_addr_filters_validate: EOPNOTSUPP)",
-                                                 f->offset);
+                                                 "'%s': Intel PT has no 'start' filters; use 'filter ADDR/SIZE' for "
+                                                 "a range to trace (pt_event_addr_filters_validate: EOPNOTSUPP)",
+                                                 filter_string(f, b, sizeof b));
                 if (f->size == 0)
                         return set_error_message(-EOPNOTSUPP, ret_error,
-                                                 "'%s 0x%" PRIx64 "': Intel PT filters on ranges, a single address "
-                                                 "(size 0) is refused; give ADDR/SIZE "
-                                                 "(pt_event_addr_filters_validate: EOPNOTSUPP)",
-                                                 a, f->offset);
+                                                 "'%s': Intel PT filters on ranges, a single address (size 0) is "
+                                                 "refused; give ADDR/SIZE (pt_event_addr_filters_validate: "
+                                                 "EOPNOTSUPP)",
+                                                 filter_string(f, b, sizeof b));
                 if (ev->before_5_18 && !f->file && (!kernel_half(f->offset) || !kernel_half(f->offset + f->size)))
                         return set_error_message(-EINVAL, ret_error,
-                                                 "'%s 0x%" PRIx64 "/0x%" PRIx64 "': kernels before 5.18 accept "
-                                                 "address filters without @FILE only in the kernel "
-                                                 "(pt_event_addr_filters_validate, valid_kernel_ip: EINVAL)",
-                                                 a, f->offset, f->size);
+                                                 "'%s': kernels before 5.18 accept address filters without @FILE "
+                                                 "only in the kernel (pt_event_addr_filters_validate, "
+                                                 "valid_kernel_ip: EINVAL)",
+                                                 filter_string(f, b, sizeof b));
                 if (i + 1 > ev->nr_ranges)
                         return set_error_message(-EOPNOTSUPP, ret_error,
                                                  "%zu filters: this intel_pt has %u address ranges "

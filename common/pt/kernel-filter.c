@@ -14,7 +14,7 @@ const char *kernel_filter_action_to_string(KernelFilterAction a) {
                 [KERNEL_FILTER_START] = "start",
                 [KERNEL_FILTER_STOP] = "stop",
         };
-        return (unsigned) a < ELEMENTSOF(names) ? names[a] : NULL;
+        return (unsigned)a < ELEMENTSOF(names) ? names[a] : NULL;
 }
 
 KernelFilter *kernel_filters_free(KernelFilter *f, size_t n) {
@@ -35,7 +35,7 @@ static void kernel_number(const char *s, const char **ret_end, uint64_t *ret, bo
         const char *p = s;
 
         if (p[0] == '0') {
-                if (tolower((unsigned char) p[1]) == 'x' && isxdigit((unsigned char) p[2])) {
+                if (tolower((unsigned char)p[1]) == 'x' && isxdigit((unsigned char)p[2])) {
                         base = 16;
                         p += 2;
                 } else
@@ -44,10 +44,10 @@ static void kernel_number(const char *s, const char **ret_end, uint64_t *ret, bo
         for (;; p++) {
                 unsigned d;
 
-                if (isdigit((unsigned char) *p))
-                        d = (unsigned) (*p - '0');
-                else if (isxdigit((unsigned char) *p))
-                        d = (unsigned) (tolower((unsigned char) *p) - 'a' + 10);
+                if (isdigit((unsigned char)*p))
+                        d = (unsigned)(*p - '0');
+                else if (isxdigit((unsigned char)*p))
+                        d = (unsigned)(tolower((unsigned char)*p) - 'a' + 10);
                 else
                         break;
                 if (d >= base)
@@ -100,7 +100,8 @@ static bool kernel_half(uint64_t a) {
         return a >= 0xffff800000000000ULL;
 }
 
-static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **filters, size_t *n, char **ret_error) {
+static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **filters, size_t *n,
+                        char **ret_error) {
         enum { WANT_ACTION, WANT_SOURCE } state = WANT_ACTION;
         const char *action_token = NULL;
         char *tok;
@@ -108,7 +109,7 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
         /* perf_event_parse_addr_filter(): strsep(" ,\n"), empty tokens
          * skipped, a state machine of action then source. */
         while ((tok = strsep(&s, " ,\n"))) {
-                static const char *const actions[] = { "filter", "start", "stop" };
+                static const char *const actions[] = {"filter", "start", "stop"};
                 KernelFilter scratch = {}, *f;
                 const char *file = NULL;
                 int action = -1;
@@ -120,18 +121,19 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
 
                 for (size_t i = 0; i < ELEMENTSOF(actions); i++)
                         if (streq(tok, actions[i]))
-                                action = (int) i;
+                                action = (int)i;
                 if (action >= 0) {
                         if (state != WANT_ACTION)
-                                return set_error_message(-EINVAL, ret_error,
-                                                         "'%s %s': an address must follow '%s', not another action "
-                                                         "(perf_event_parse_addr_filter: EINVAL)",
-                                                         action_token, tok, action_token);
+                                return set_error_message(
+                                        -EINVAL, ret_error,
+                                        "'%s %s': an address must follow '%s', not another action "
+                                        "(perf_event_parse_addr_filter: EINVAL)",
+                                        action_token, tok, action_token);
                         KernelFilter *a = reallocarray(*filters, *n + 1, sizeof(KernelFilter));
                         if (!a)
                                 return -ENOMEM;
                         *filters = a;
-                        a[(*n)++] = (KernelFilter) { .action = (KernelFilterAction) action };
+                        a[(*n)++] = (KernelFilter){.action = (KernelFilterAction)action};
                         action_token = actions[action];
                         state = WANT_SOURCE;
                         continue;
@@ -140,16 +142,18 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
                 f = state == WANT_SOURCE ? &(*filters)[*n - 1] : &scratch;
                 r = match_source(tok, f, &has_size, &file);
                 if (r == 0)
-                        return set_error_message(-EINVAL, ret_error,
-                                                 "'%s': neither an action (filter, start, stop) nor ADDR[/SIZE][@FILE] "
-                                                 "with numbers in C notation and no spaces "
-                                                 "(perf_event_parse_addr_filter: EINVAL)",
-                                                 tok);
+                        return set_error_message(
+                                -EINVAL, ret_error,
+                                "'%s': neither an action (filter, start, stop) nor ADDR[/SIZE][@FILE] "
+                                "with numbers in C notation and no spaces "
+                                "(perf_event_parse_addr_filter: EINVAL)",
+                                tok);
                 if (state != WANT_SOURCE)
-                        return set_error_message(-EINVAL, ret_error,
-                                                 "'%s': an address needs an action before it (filter, start or stop) "
-                                                 "(perf_event_parse_addr_filter: EINVAL)",
-                                                 tok);
+                        return set_error_message(
+                                -EINVAL, ret_error,
+                                "'%s': an address needs an action before it (filter, start or stop) "
+                                "(perf_event_parse_addr_filter: EINVAL)",
+                                tok);
                 if (r == -ERANGE)
                         return set_error_message(-ERANGE, ret_error,
                                                  "'%s %s': a number does not fit 64 bits "
@@ -162,31 +166,35 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
                 /* The filter is complete: the checks against itself and
                  * the event, in the kernel's order. */
                 if (ev->before_5_18 && !file && ev->exclude_kernel)
-                        return set_error_message(-EINVAL, ret_error,
-                                                 "'%s %s': kernels before 5.18 refuse address filters (no @FILE) on "
-                                                 "an event that excludes the kernel "
-                                                 "(perf_event_parse_addr_filter: EINVAL)",
-                                                 action_token, tok);
+                        return set_error_message(
+                                -EINVAL, ret_error,
+                                "'%s %s': kernels before 5.18 refuse address filters (no @FILE) on "
+                                "an event that excludes the kernel "
+                                "(perf_event_parse_addr_filter: EINVAL)",
+                                action_token, tok);
                 if (f->action == KERNEL_FILTER_FILTER && f->size == 0)
-                        return set_error_message(-EINVAL, ret_error,
-                                                 "'%s %s': 'filter' needs a range of non-zero size (ADDR/SIZE) "
-                                                 "(perf_event_parse_addr_filter: EINVAL)",
-                                                 action_token, tok);
+                        return set_error_message(
+                                -EINVAL, ret_error,
+                                "'%s %s': 'filter' needs a range of non-zero size (ADDR/SIZE) "
+                                "(perf_event_parse_addr_filter: EINVAL)",
+                                action_token, tok);
                 if (file) {
                         struct stat st;
 
                         if (!ev->per_task)
                                 return set_error_message(
                                         -EOPNOTSUPP, ret_error,
-                                        "'%s %s': file-based filters (@%s) are refused on CPU-wide events: one "
+                                        "'%s %s': file-based filters (@%s) are refused on CPU-wide events: "
+                                        "one "
                                         "object lies at different addresses in different processes "
                                         "(perf_event_parse_addr_filter: EOPNOTSUPP)",
                                         action_token, tok, file);
                         if (stat(file, &st) < 0) {
                                 r = -errno;
-                                return set_error_message(r, ret_error,
-                                                         "'%s %s': %s: %s (perf_event_parse_addr_filter, kern_path)",
-                                                         action_token, tok, file, strerror(-r));
+                                return set_error_message(
+                                        r, ret_error,
+                                        "'%s %s': %s: %s (perf_event_parse_addr_filter, kern_path)",
+                                        action_token, tok, file, strerror(-r));
                         }
                         if (!S_ISREG(st.st_mode))
                                 return set_error_message(-EINVAL, ret_error,
@@ -210,10 +218,10 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
 static const char *filter_string(const KernelFilter *f, char *buf, size_t l) {
         int k = snprintf(buf, l, "%s 0x%" PRIx64, kernel_filter_action_to_string(f->action), f->offset);
 
-        if (f->size && k > 0 && (size_t) k < l)
-                k += snprintf(buf + k, l - (size_t) k, "/0x%" PRIx64, f->size);
-        if (f->file && k > 0 && (size_t) k < l)
-                (void) snprintf(buf + k, l - (size_t) k, "@%s", f->file);
+        if (f->size && k > 0 && (size_t)k < l)
+                k += snprintf(buf + k, l - (size_t)k, "/0x%" PRIx64, f->size);
+        if (f->file && k > 0 && (size_t)k < l)
+                (void)snprintf(buf + k, l - (size_t)k, "@%s", f->file);
         return buf;
 }
 
@@ -224,27 +232,32 @@ static int validate(const KernelFilter *filters, size_t n, const KernelFilterEve
                 char b[KERNEL_FILTER_MAX + 64];
 
                 if (f->action == KERNEL_FILTER_START)
-                        return set_error_message(-EOPNOTSUPP, ret_error,
-                                                 "'%s': Intel PT has no 'start' filters; use 'filter ADDR/SIZE' for "
-                                                 "a range to trace (pt_event_addr_filters_validate: EOPNOTSUPP)",
-                                                 filter_string(f, b, sizeof b));
+                        return set_error_message(
+                                -EOPNOTSUPP, ret_error,
+                                "'%s': Intel PT has no 'start' filters; use 'filter ADDR/SIZE' for "
+                                "a range to trace (pt_event_addr_filters_validate: EOPNOTSUPP)",
+                                filter_string(f, b, sizeof b));
                 if (f->size == 0)
-                        return set_error_message(-EOPNOTSUPP, ret_error,
-                                                 "'%s': Intel PT filters on ranges, a single address (size 0) is "
-                                                 "refused; give ADDR/SIZE (pt_event_addr_filters_validate: "
-                                                 "EOPNOTSUPP)",
-                                                 filter_string(f, b, sizeof b));
-                if (ev->before_5_18 && !f->file && (!kernel_half(f->offset) || !kernel_half(f->offset + f->size)))
-                        return set_error_message(-EINVAL, ret_error,
-                                                 "'%s': kernels before 5.18 accept address filters without @FILE "
-                                                 "only in the kernel (pt_event_addr_filters_validate, "
-                                                 "valid_kernel_ip: EINVAL)",
-                                                 filter_string(f, b, sizeof b));
+                        return set_error_message(
+                                -EOPNOTSUPP, ret_error,
+                                "'%s': Intel PT filters on ranges, a single address (size 0) is "
+                                "refused; give ADDR/SIZE (pt_event_addr_filters_validate: "
+                                "EOPNOTSUPP)",
+                                filter_string(f, b, sizeof b));
+                if (ev->before_5_18 && !f->file &&
+                    (!kernel_half(f->offset) || !kernel_half(f->offset + f->size)))
+                        return set_error_message(
+                                -EINVAL, ret_error,
+                                "'%s': kernels before 5.18 accept address filters without @FILE "
+                                "only in the kernel (pt_event_addr_filters_validate, "
+                                "valid_kernel_ip: EINVAL)",
+                                filter_string(f, b, sizeof b));
                 if (i + 1 > ev->nr_ranges)
-                        return set_error_message(-EOPNOTSUPP, ret_error,
-                                                 "%zu filters: this intel_pt has %u address ranges "
-                                                 "(nr_addr_filters) (pt_event_addr_filters_validate: EOPNOTSUPP)",
-                                                 n, ev->nr_ranges);
+                        return set_error_message(
+                                -EOPNOTSUPP, ret_error,
+                                "%zu filters: this intel_pt has %u address ranges "
+                                "(nr_addr_filters) (pt_event_addr_filters_validate: EOPNOTSUPP)",
+                                n, ev->nr_ranges);
         }
         return 0;
 }
@@ -263,10 +276,11 @@ int kernel_filter_parse(const char *text, const KernelFilterEvent *ev, KernelFil
          * has_addr_filter(). */
         len = strnlen(text, KERNEL_FILTER_MAX);
         if (len >= KERNEL_FILTER_MAX)
-                return set_error_message(-EINVAL, ret_error,
-                                         "the filter string is longer than the kernel copies (%d bytes with its "
-                                         "NUL) (perf_event_set_filter, strndup_user: EINVAL)",
-                                         KERNEL_FILTER_MAX);
+                return set_error_message(
+                        -EINVAL, ret_error,
+                        "the filter string is longer than the kernel copies (%d bytes with its "
+                        "NUL) (perf_event_set_filter, strndup_user: EINVAL)",
+                        KERNEL_FILTER_MAX);
         if (ev->nr_ranges == 0)
                 return set_error_message(-EINVAL, ret_error,
                                          "this intel_pt has no address filters (nr_addr_filters is 0) "

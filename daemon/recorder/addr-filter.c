@@ -20,7 +20,7 @@ typedef struct PerfFilter {
         char *sym_from;   /* NULL: addr is the start */
         int sym_from_idx; /* perf's #n: -1 none, 0 global */
         uint64_t addr;
-        char *sym_to;     /* NULL: size is the size */
+        char *sym_to; /* NULL: size is the size */
         int sym_to_idx;
         uint64_t size;
         bool range;
@@ -58,8 +58,8 @@ static int take_word(const char **p, const char *stop, char **ret) {
 
 /* perf's parse_num_or_str + parse_sym_idx: a number (it starts with a
  * digit), or a symbol with an optional #n, #g or #G. */
-static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_num, char **ret_sym, int *ret_idx,
-                               const char *text, char **ret_error) {
+static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_num, char **ret_sym,
+                               int *ret_idx, const char *text, char **ret_error) {
         _cleanup_free_ char *w = NULL;
         int r;
 
@@ -69,12 +69,12 @@ static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_n
                 return set_error_message(-EINVAL, ret_error, "'%s': %s missing", text, what);
         if (r < 0)
                 return r;
-        if (isdigit((unsigned char) w[0])) {
+        if (isdigit((unsigned char)w[0])) {
                 r = parse_uint64(w, ret_num);
                 if (r < 0)
-                        return set_error_message(r == -ERANGE ? -ERANGE : -EINVAL, ret_error,
-                                                 "'%s': '%s' is not a number (C notation: 4096, 0x1000, 010)", text,
-                                                 w);
+                        return set_error_message(
+                                r == -ERANGE ? -ERANGE : -EINVAL, ret_error,
+                                "'%s': '%s' is not a number (C notation: 4096, 0x1000, 010)", text, w);
                 return 0;
         }
         *p = skip_space(*p);
@@ -88,11 +88,12 @@ static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_n
                         uint32_t v;
 
                         if (take_word(p, " \t/@,", &n) < 0 || parse_uint32(n, &v) < 0 || v > INT32_MAX)
-                                return set_error_message(-EINVAL, ret_error,
-                                                         "'%s': after '%s #' comes the symbol's number (#1, #2, ...) "
-                                                         "or g for the global one",
-                                                         text, w);
-                        *ret_idx = (int) v;
+                                return set_error_message(
+                                        -EINVAL, ret_error,
+                                        "'%s': after '%s #' comes the symbol's number (#1, #2, ...) "
+                                        "or g for the global one",
+                                        text, w);
+                        *ret_idx = (int)v;
                 }
         }
         *ret_sym = TAKE_PTR(w);
@@ -100,7 +101,7 @@ static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_n
 }
 
 static int parse_one(const char **p, PerfFilter *f, char **ret_error) {
-        static const char *const actions[] = { "filter", "start", "stop", "tracestop" };
+        static const char *const actions[] = {"filter", "start", "stop", "tracestop"};
         const char *begin = *p;
         int r;
 
@@ -119,8 +120,8 @@ known:
         /* perf's parse_action(): filter and tracestop are ranges. */
         f->range = streq(f->action, "filter") || streq(f->action, "tracestop");
 
-        r = take_addr_or_symbol(p, "an address or a symbol", &f->addr, &f->sym_from, &f->sym_from_idx, f->text,
-                                ret_error);
+        r = take_addr_or_symbol(p, "an address or a symbol", &f->addr, &f->sym_from, &f->sym_from_idx,
+                                f->text, ret_error);
         if (r < 0)
                 return r;
         *p = skip_space(*p);
@@ -137,57 +138,66 @@ known:
                 (*p)++;
                 r = take_word(p, " \t,", &f->file);
                 if (r == -EINVAL)
-                        return set_error_message(-EINVAL, ret_error, "'%s': a file must follow '@'", f->text);
+                        return set_error_message(-EINVAL, ret_error, "'%s': a file must follow '@'",
+                                                 f->text);
                 if (r < 0)
                         return r;
                 if (f->file[0] != '/')
-                        return set_error_message(-EINVAL, ret_error, "'%s': the file must be an absolute path",
-                                                 f->text);
+                        return set_error_message(-EINVAL, ret_error,
+                                                 "'%s': the file must be an absolute path", f->text);
         }
         *p = skip_space(*p);
-        if (**p && **p != ',' && !isalpha((unsigned char) **p))
+        if (**p && **p != ',' && !isalpha((unsigned char)**p))
                 return set_error_message(-EINVAL, ret_error, "'%s': unexpected '%c'", f->text, **p);
         /* The filter as written, for messages. */
         f->text[*p - begin] = 0;
-        for (size_t l = strlen(f->text); l > 0 && isspace((unsigned char) f->text[l - 1]); l--)
+        for (size_t l = strlen(f->text); l > 0 && isspace((unsigned char)f->text[l - 1]); l--)
                 f->text[l - 1] = 0;
         return 0;
 }
 
 /* Explain a symbol look-up's error, perf's words where it has them
  * (sym_not_found_error, find_kern_sym). */
-static int symbol_error(int r, const PerfFilter *f, const char *sym, int idx, const char *where, char **ret_error) {
+static int symbol_error(int r, const PerfFilter *f, const char *sym, int idx, const char *where,
+                        char **ret_error) {
         switch (r) {
         case -ENOENT:
-                return set_error_message(-EINVAL, ret_error, "'%s': %s'%s' not found in %s (symbols must be functions%s)",
-                                         f->text, idx == 0 ? "global symbol " : idx > 0 ? "that occurrence of " : "",
+                return set_error_message(-EINVAL, ret_error,
+                                         "'%s': %s'%s' not found in %s (symbols must be functions%s)",
+                                         f->text,
+                                         idx == 0  ? "global symbol "
+                                         : idx > 0 ? "that occurrence of "
+                                                   : "",
                                          sym, where, f->file ? "; is the file stripped?" : "");
         case -ENOTUNIQ:
-                return set_error_message(-EINVAL, ret_error,
-                                         "'%s': several functions named '%s' in %s: pick one with '%s #n' (the n'th in "
-                                         "address order) or '%s #g' (the global one)",
-                                         f->text, sym, where, sym, sym);
+                return set_error_message(
+                        -EINVAL, ret_error,
+                        "'%s': several functions named '%s' in %s: pick one with '%s #n' (the n'th in "
+                        "address order) or '%s #g' (the global one)",
+                        f->text, sym, where, sym, sym);
         case -EPERM:
-                return set_error_message(-EINVAL, ret_error,
-                                         "'%s': kallsyms shows '%s' at address 0: kernel addresses are restricted "
-                                         "(kernel.kptr_restrict); run as root",
-                                         f->text, sym);
+                return set_error_message(
+                        -EINVAL, ret_error,
+                        "'%s': kallsyms shows '%s' at address 0: kernel addresses are restricted "
+                        "(kernel.kptr_restrict); run as root",
+                        f->text, sym);
         case -ENODATA:
-                return set_error_message(-EINVAL, ret_error, "'%s': cannot determine the size of '%s' in %s", f->text,
-                                         sym, where);
+                return set_error_message(-EINVAL, ret_error, "'%s': cannot determine the size of '%s' in %s",
+                                         f->text, sym, where);
         case -E2BIG:
-                return set_error_message(-EINVAL, ret_error, "'%s': too many functions named '%s' in %s", f->text, sym,
-                                         where);
+                return set_error_message(-EINVAL, ret_error, "'%s': too many functions named '%s' in %s",
+                                         f->text, sym, where);
         default:
-                return set_error_message(-EINVAL, ret_error, "'%s': cannot read the symbols of %s: %s", f->text, where,
-                                         strerror(-r));
+                return set_error_message(-EINVAL, ret_error, "'%s': cannot read the symbols of %s: %s",
+                                         f->text, where, strerror(-r));
         }
 }
 
 /* perf's check_end_after_start(), then the range up to the end symbol. */
 static int range_to_end(PerfFilter *f, uint64_t start, uint64_t size, char **ret_error) {
         if (start + size < f->addr)
-                return set_error_message(-EINVAL, ret_error, "'%s': '%s' (0x%" PRIx64 ") comes before the start (0x%" PRIx64 ")",
+                return set_error_message(-EINVAL, ret_error,
+                                         "'%s': '%s' (0x%" PRIx64 ") comes before the start (0x%" PRIx64 ")",
                                          f->text, f->sym_to, start, f->addr);
         f->size = start + size - f->addr;
         return 0;
@@ -199,10 +209,11 @@ static int resolve_kernel(PerfFilter *f, const char *kallsyms, char **ret_error)
         int r;
 
         if ((f->sym_from || f->sym_to) && !kallsyms)
-                return set_error_message(-EINVAL, ret_error,
-                                         "'%s': kernel symbols need /proc/kallsyms, which cannot be read (for a "
-                                         "user-space symbol add @ /path/to/file)",
-                                         f->text);
+                return set_error_message(
+                        -EINVAL, ret_error,
+                        "'%s': kernel symbols need /proc/kallsyms, which cannot be read (for a "
+                        "user-space symbol add @ /path/to/file)",
+                        f->text);
         if (f->sym_from && streq(f->sym_from, "*")) {
                 r = filter_kallsyms_all_functions(kallsyms, &f->addr, &f->size);
                 return r < 0 ? symbol_error(r, f, "*", -1, "/proc/kallsyms", ret_error) : 0;
@@ -211,7 +222,8 @@ static int resolve_kernel(PerfFilter *f, const char *kallsyms, char **ret_error)
                 r = filter_kallsyms_function(kallsyms, f->sym_from, f->sym_from_idx, &start, &size);
                 if (r < 0)
                         return symbol_error(r, f, f->sym_from, f->sym_from_idx,
-                                            "/proc/kallsyms (for a user-space symbol add @ /path/to/file)", ret_error);
+                                            "/proc/kallsyms (for a user-space symbol add @ /path/to/file)",
+                                            ret_error);
                 f->addr = start;
                 if (f->range && !f->size && !f->sym_to)
                         f->size = size;
@@ -241,21 +253,26 @@ static int resolve_file(PerfFilter *f, char **ret_error) {
         if (!elf || elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh)) {
                 if (elf)
                         elf_end(elf);
-                return set_error_message(-EINVAL, ret_error, "'%s': %s is not an ELF file", f->text, f->file);
+                return set_error_message(-EINVAL, ret_error, "'%s': %s is not an ELF file", f->text,
+                                         f->file);
         }
 
         if (eh.e_type == ET_DYN)
-                r = set_error_message(
-                        -EOPNOTSUPP, ret_error,
-                        "'%s': file-based filters ('@ %s') are refused by the kernel on CPU-wide events, which "
-                        "ptraced's are (perf_event_parse_addr_filter: EOPNOTSUPP), and %s is position-independent "
-                        "(ELF type DYN: a shared library or PIE executable): it lies at a different address in each "
-                        "process, so no address range can stand for it. Filter a non-PIE executable, whose code has "
-                        "fixed addresses, or give an absolute range (filter 0xADDR/SIZE) that holds in every process",
-                        f->text, f->file, f->file);
+                r = set_error_message(-EOPNOTSUPP, ret_error,
+                                      "'%s': file-based filters ('@ %s') are refused by the kernel on "
+                                      "CPU-wide events, which "
+                                      "ptraced's are (perf_event_parse_addr_filter: EOPNOTSUPP), and %s is "
+                                      "position-independent "
+                                      "(ELF type DYN: a shared library or PIE executable): it lies at a "
+                                      "different address in each "
+                                      "process, so no address range can stand for it. Filter a non-PIE "
+                                      "executable, whose code has "
+                                      "fixed addresses, or give an absolute range (filter 0xADDR/SIZE) that "
+                                      "holds in every process",
+                                      f->text, f->file, f->file);
         else if (eh.e_type != ET_EXEC)
-                r = set_error_message(-EINVAL, ret_error, "'%s': %s is not an executable (ELF type %u)", f->text,
-                                      f->file, (unsigned) eh.e_type);
+                r = set_error_message(-EINVAL, ret_error, "'%s': %s is not an executable (ELF type %u)",
+                                      f->text, f->file, (unsigned)eh.e_type);
         else if (f->sym_from && streq(f->sym_from, "*")) {
                 r = filter_elf_all_functions(elf, &f->addr, &f->size);
                 if (r < 0)
@@ -275,8 +292,8 @@ static int resolve_file(PerfFilter *f, char **ret_error) {
                 r = filter_elf_offset_to_vaddr(elf, f->addr, &start);
                 if (r < 0)
                         r = set_error_message(-EINVAL, ret_error,
-                                              "'%s': offset 0x%" PRIx64 " is in no loaded segment of %s", f->text,
-                                              f->addr, f->file);
+                                              "'%s': offset 0x%" PRIx64 " is in no loaded segment of %s",
+                                              f->text, f->addr, f->file);
                 else
                         f->addr = start;
         }
@@ -298,14 +315,16 @@ static int check_exclusions(const PerfFilter *f, const AddrFilterTarget *t, char
         uint64_t last = f->addr + (f->size ? f->size - 1 : 0);
 
         if (t->event.exclude_kernel && f->addr >= kernel_start)
-                return set_error_message(-EINVAL, ret_error,
-                                         "'%s': a kernel range (0x%" PRIx64 ") on an event that excludes the kernel "
-                                         "(Event= with 'u') would record nothing; kernels before 5.18 refuse it "
-                                         "(perf_event_parse_addr_filter: EINVAL)",
-                                         f->text, f->addr);
+                return set_error_message(
+                        -EINVAL, ret_error,
+                        "'%s': a kernel range (0x%" PRIx64 ") on an event that excludes the kernel "
+                        "(Event= with 'u') would record nothing; kernels before 5.18 refuse it "
+                        "(perf_event_parse_addr_filter: EINVAL)",
+                        f->text, f->addr);
         if (t->exclude_user && last < kernel_start)
                 return set_error_message(-EINVAL, ret_error,
-                                         "'%s': a user-space range (0x%" PRIx64 ") on an event that excludes user "
+                                         "'%s': a user-space range (0x%" PRIx64
+                                         ") on an event that excludes user "
                                          "space (Event= with 'k') would record nothing",
                                          f->text, f->addr);
         return 0;
@@ -313,7 +332,8 @@ static int check_exclusions(const PerfFilter *f, const AddrFilterTarget *t, char
 
 /* The kernel's rules, on this filter alone (so the message can say which
  * of the user's filters it is about). */
-static int check_kernel_rules(const PerfFilter *f, const char *kernel, const AddrFilterTarget *t, char **ret_error) {
+static int check_kernel_rules(const PerfFilter *f, const char *kernel, const AddrFilterTarget *t,
+                              char **ret_error) {
         _cleanup_free_ char *why = NULL;
         KernelFilter *parsed = NULL;
         size_t n = 0;
@@ -351,7 +371,8 @@ static int translate_one(PerfFilter *f, const AddrFilterTarget *t, Buffer *out, 
         if (r < 0)
                 return r;
 
-        if ((out->size > 0 && buffer_append(out, ",", 1) < 0) || buffer_append(out, kernel, strlen(kernel)) < 0)
+        if ((out->size > 0 && buffer_append(out, ",", 1) < 0) ||
+            buffer_append(out, kernel, strlen(kernel)) < 0)
                 return -ENOMEM;
         return 0;
 }
@@ -378,8 +399,8 @@ static int translate_list(const char *text, const AddrFilterTarget *t, Buffer *o
         }
 }
 
-int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, char **ret, unsigned *ret_count,
-                          char **ret_error) {
+int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, char **ret,
+                          unsigned *ret_count, char **ret_error) {
         _cleanup_buffer_ Buffer out = BUFFER_NULL;
         _cleanup_free_ char *why = NULL;
         KernelFilter *parsed = NULL;
@@ -404,14 +425,14 @@ int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, 
                 return -ENOMEM;
 
         /* The whole string: the number of ranges, the length. */
-        r = kernel_filter_parse((const char *) out.data, &target->event, &parsed, &n, &why);
+        r = kernel_filter_parse((const char *)out.data, &target->event, &parsed, &n, &why);
         kernel_filters_free(parsed, n);
         if (r < 0 && why)
                 return set_error_message(r, ret_error, "for the kernel %s", why);
         if (r < 0)
                 return r;
 
-        *ret = (char *) buffer_steal(&out, NULL);
+        *ret = (char *)buffer_steal(&out, NULL);
         *ret_count = count;
         return 0;
 }

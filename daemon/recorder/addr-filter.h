@@ -58,5 +58,5 @@ typedef struct AddrFilterTarget {
  * when the list is empty) and *ret_count the number of filters in it. On
  * refusal the errno of the rule (EINVAL, EOPNOTSUPP, ERANGE, ...) and a
  * message naming the filter, the rule and who applies it. */
-int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, char **ret, unsigned *ret_count,
-                          char **ret_error);
+int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, char **ret,
+                          unsigned *ret_count, char **ret_error);

@@ -20,12 +20,7 @@ fi
 
 tmp=$(mktemp -d)
 daemon=
-cleanup() {
-    [ -n "$daemon" ] && kill "$daemon" 2>/dev/null || true
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+trap 'if [ -n "$daemon" ]; then kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; fi; rm -rf "$tmp"' EXIT
 fail() { echo "FAIL: $*" >&2; [ -f "$tmp/ptraced.log" ] && sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2; exit 1; }
 
 # conf EVENT FILTER-LINE...: a configuration with one Filter= per line.

@@ -20,7 +20,7 @@ __attribute__((noinline)) int ptd_nopie_other(int x) {
 }
 
 int main(void) {
-        uintptr_t a = (uintptr_t) ptd_nopie_target, b = (uintptr_t) ptd_nopie_other;
+        uintptr_t a = (uintptr_t)ptd_nopie_target, b = (uintptr_t)ptd_nopie_other;
         unsigned long long off = 0;
         char line[1024];
         FILE *f = fopen("/proc/self/maps", "re");
@@ -34,7 +34,7 @@ int main(void) {
         }
         if (f)
                 fclose(f);
-        printf("0x%llx 0x%llx 0x%llx %d\n", (unsigned long long) a, (unsigned long long) b, off,
+        printf("0x%llx 0x%llx 0x%llx %d\n", (unsigned long long)a, (unsigned long long)b, off,
                ptd_nopie_target(1) + ptd_nopie_other(1));
         return off ? 0 : 1;
 }

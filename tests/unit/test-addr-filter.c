@@ -22,15 +22,15 @@ static const char kallsyms[] = "0000000000000000 A fixed_percpu_data\n"
                                "ffffffff81000480 T last_text\n";
 
 static AddrFilterTarget target(bool exclude_kernel) {
-        return (AddrFilterTarget) {
+        return (AddrFilterTarget){
                 .kallsyms = kallsyms,
-                .event = { .nr_ranges = 2, .exclude_kernel = exclude_kernel },
+                .event = {.nr_ranges = 2, .exclude_kernel = exclude_kernel},
         };
 }
 
 static char *translate_for(const char *f, const AddrFilterTarget *t, unsigned *count) {
         char *out = NULL, *err = NULL;
-        char *list[] = { (char *) f, NULL };
+        char *list[] = {(char *)f, NULL};
         KernelFilter *k = NULL;
         size_t n = 0;
         int r = addr_filter_translate(list, t, &out, count, &err);
@@ -56,8 +56,8 @@ static char *translate(const char *f, unsigned *count) {
 
 static char *refused_for(const char *f, const AddrFilterTarget *t, int error) {
         char *out = NULL, *err = NULL;
-        char *list[] = { (char *) f, NULL };
-        int r = addr_filter_translate(list, t, &out, &(unsigned) { 0 }, &err);
+        char *list[] = {(char *)f, NULL};
+        int r = addr_filter_translate(list, t, &out, &(unsigned){0}, &err);
 
         if (r != -error)
                 test_fail("'%s': %d (%s), expected -%d", f, r, err ? err : "", error);
@@ -91,7 +91,7 @@ static NoPie nopie(void) {
         ASSERT_NOT_NULL(p);
         ASSERT_EQ(fscanf(p, "0x%llx 0x%llx 0x%llx", &a, &b, &o), 3);
         ASSERT_EQ(pclose(p), 0);
-        n = (NoPie) { a, b, o };
+        n = (NoPie){a, b, o};
         return n;
 }
 
@@ -150,7 +150,8 @@ static void test_fixed_address_file(void) {
 
         /* SIZE as an end symbol: up to that function's end. */
         uint64_t lo = MIN(np.target, np.other), hi_sym = MAX(np.target, np.other);
-        snprintf(f, sizeof f, "filter %s / %s @ %s", lo == np.target ? "ptd_nopie_target" : "ptd_nopie_other",
+        snprintf(f, sizeof f, "filter %s / %s @ %s",
+                 lo == np.target ? "ptd_nopie_target" : "ptd_nopie_other",
                  hi_sym == np.other ? "ptd_nopie_other" : "ptd_nopie_target", FILTER_NOPIE);
         _cleanup_free_ char *five = translate(f, &count);
         ASSERT_EQ(sscanf(five, "filter 0x%llx/0x%llx", &a, &s), 2);
@@ -164,7 +165,8 @@ static void test_fixed_address_file(void) {
         ASSERT_TRUE(a <= np.target && a + s > np.other && a <= np.other && a + s > np.target);
 
         /* #g: the global one. */
-        snprintf(f, sizeof f, "filter ptd_nopie_target #g @ %s, filter main @ %s", FILTER_NOPIE, FILTER_NOPIE);
+        snprintf(f, sizeof f, "filter ptd_nopie_target #g @ %s, filter main @ %s", FILTER_NOPIE,
+                 FILTER_NOPIE);
         _cleanup_free_ char *seven = translate(f, &count);
         ASSERT_EQ(count, 2u);
 }
@@ -203,7 +205,7 @@ static void test_kernel(void) {
         e = translate("filter *", &count);
         ASSERT_STREQ(e, "filter 0xffffffff81000000/0x2000");
 
-        char *list[] = { "", NULL };
+        char *list[] = {"", NULL};
         char *err = NULL, *none = NULL;
         AddrFilterTarget t = target(false);
         ASSERT_OK(addr_filter_translate(list, &t, &none, &count, &err));
@@ -252,19 +254,27 @@ static void test_kernel_rules(void) {
 }
 
 static void test_errors(void) {
-        ASSERT_REFUSED("include main @/bin/true", EINVAL, "starts with filter, start, stop or tracestop");
-        ASSERT_REFUSED("filter main @bin/true", EINVAL, "absolute path");
-        ASSERT_REFUSED("filter main @/nonexistent/file", EINVAL, "cannot open /nonexistent/file");
-        ASSERT_REFUSED("filter main @", EINVAL, "a file must follow '@'");
-        ASSERT_REFUSED("filter main @/etc/hostname", EINVAL, "not an ELF file");
-        ASSERT_REFUSED("filter not_a_kernel_symbol", EINVAL, "'not_a_kernel_symbol' not found");
-        ASSERT_REFUSED("filter some_data", EINVAL, "symbols must be functions");
-        ASSERT_REFUSED("filter dup", EINVAL, "several functions named 'dup'");
-        ASSERT_REFUSED("filter dup #7", EINVAL, "that occurrence of 'dup' not found");
-        ASSERT_REFUSED("filter last_text", EINVAL, "cannot determine the size of 'last_text'");
-        ASSERT_REFUSED("filter dup #3 / do_one", EINVAL, "comes before the start");
-        ASSERT_REFUSED("filter 0x1000/zero", EINVAL, "'zero' not found");
-        ASSERT_REFUSED("filter 0x1000/0x10x", EINVAL, "not a number");
+        static const struct {
+                const char *filter;
+                int error;
+                const char *message;
+        } cases[] = {
+                {"include main @/bin/true", EINVAL, "starts with filter, start, stop or tracestop"},
+                {"filter main @bin/true", EINVAL, "absolute path"},
+                {"filter main @/nonexistent/file", EINVAL, "cannot open /nonexistent/file"},
+                {"filter main @", EINVAL, "a file must follow '@'"},
+                {"filter main @/etc/hostname", EINVAL, "not an ELF file"},
+                {"filter not_a_kernel_symbol", EINVAL, "'not_a_kernel_symbol' not found"},
+                {"filter some_data", EINVAL, "symbols must be functions"},
+                {"filter dup", EINVAL, "several functions named 'dup'"},
+                {"filter dup #7", EINVAL, "that occurrence of 'dup' not found"},
+                {"filter last_text", EINVAL, "cannot determine the size of 'last_text'"},
+                {"filter dup #3 / do_one", EINVAL, "comes before the start"},
+                {"filter 0x1000/zero", EINVAL, "'zero' not found"},
+                {"filter 0x1000/0x10x", EINVAL, "not a number"},
+        };
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++)
+                ASSERT_REFUSED(cases[i].filter, cases[i].error, cases[i].message);
 
         char f[600];
         snprintf(f, sizeof f, "filter no_such_symbol_anywhere @ %s", FILTER_NOPIE);
@@ -303,5 +313,5 @@ static void test_config_lines(void) {
         ptraced_config_done(&c);
 }
 
-RUN_TESTS(TEST(test_config_lines), TEST(test_fixed_address_file), TEST(test_position_independent_file), TEST(test_kernel),
-          TEST(test_kernel_rules), TEST(test_errors));
+RUN_TESTS(TEST(test_config_lines), TEST(test_fixed_address_file), TEST(test_position_independent_file),
+          TEST(test_kernel), TEST(test_kernel_rules), TEST(test_errors));

@@ -14,7 +14,7 @@ const char *kernel_filter_action_to_string(KernelFilterAction a) {
                 [KERNEL_FILTER_START] = "start",
                 [KERNEL_FILTER_STOP] = "stop",
         };
-        return (unsigned)a < ELEMENTSOF(names) ? names[a] : NULL;
+        return (unsigned) a < ELEMENTSOF(names) ? names[a] : NULL;
 }
 
 KernelFilter *kernel_filters_free(KernelFilter *f, size_t n) {
@@ -35,7 +35,7 @@ static void kernel_number(const char *s, const char **ret_end, uint64_t *ret, bo
         const char *p = s;
 
         if (p[0] == '0') {
-                if (tolower((unsigned char)p[1]) == 'x' && isxdigit((unsigned char)p[2])) {
+                if (tolower((unsigned char) p[1]) == 'x' && isxdigit((unsigned char) p[2])) {
                         base = 16;
                         p += 2;
                 } else
@@ -44,10 +44,10 @@ static void kernel_number(const char *s, const char **ret_end, uint64_t *ret, bo
         for (;; p++) {
                 unsigned d;
 
-                if (isdigit((unsigned char)*p))
-                        d = (unsigned)(*p - '0');
-                else if (isxdigit((unsigned char)*p))
-                        d = (unsigned)(tolower((unsigned char)*p) - 'a' + 10);
+                if (isdigit((unsigned char) *p))
+                        d = (unsigned) (*p - '0');
+                else if (isxdigit((unsigned char) *p))
+                        d = (unsigned) (tolower((unsigned char) *p) - 'a' + 10);
                 else
                         break;
                 if (d >= base)
@@ -109,7 +109,7 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
         /* perf_event_parse_addr_filter(): strsep(" ,\n"), empty tokens
          * skipped, a state machine of action then source. */
         while ((tok = strsep(&s, " ,\n"))) {
-                static const char *const actions[] = {"filter", "start", "stop"};
+                static const char *const actions[] = { "filter", "start", "stop" };
                 KernelFilter scratch = {}, *f;
                 const char *file = NULL;
                 int action = -1;
@@ -121,7 +121,7 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
 
                 for (size_t i = 0; i < ELEMENTSOF(actions); i++)
                         if (streq(tok, actions[i]))
-                                action = (int)i;
+                                action = (int) i;
                 if (action >= 0) {
                         if (state != WANT_ACTION)
                                 return set_error_message(
@@ -133,7 +133,7 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
                         if (!a)
                                 return -ENOMEM;
                         *filters = a;
-                        a[(*n)++] = (KernelFilter){.action = (KernelFilterAction)action};
+                        a[(*n)++] = (KernelFilter) { .action = (KernelFilterAction) action };
                         action_token = actions[action];
                         state = WANT_SOURCE;
                         continue;
@@ -185,8 +185,7 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
                                 return set_error_message(
                                         -EOPNOTSUPP, ret_error,
                                         "'%s %s': file-based filters (@%s) are refused on CPU-wide events: "
-                                        "one "
-                                        "object lies at different addresses in different processes "
+                                        "one object lies at different addresses in different processes "
                                         "(perf_event_parse_addr_filter: EOPNOTSUPP)",
                                         action_token, tok, file);
                         if (stat(file, &st) < 0) {
@@ -218,10 +217,10 @@ static int parse_tokens(char *s, const KernelFilterEvent *ev, KernelFilter **fil
 static const char *filter_string(const KernelFilter *f, char *buf, size_t l) {
         int k = snprintf(buf, l, "%s 0x%" PRIx64, kernel_filter_action_to_string(f->action), f->offset);
 
-        if (f->size && k > 0 && (size_t)k < l)
-                k += snprintf(buf + k, l - (size_t)k, "/0x%" PRIx64, f->size);
-        if (f->file && k > 0 && (size_t)k < l)
-                (void)snprintf(buf + k, l - (size_t)k, "@%s", f->file);
+        if (f->size && k > 0 && (size_t) k < l)
+                k += snprintf(buf + k, l - (size_t) k, "/0x%" PRIx64, f->size);
+        if (f->file && k > 0 && (size_t) k < l)
+                (void) snprintf(buf + k, l - (size_t) k, "@%s", f->file);
         return buf;
 }
 

@@ -69,7 +69,7 @@ static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_n
                 return set_error_message(-EINVAL, ret_error, "'%s': %s missing", text, what);
         if (r < 0)
                 return r;
-        if (isdigit((unsigned char)w[0])) {
+        if (isdigit((unsigned char) w[0])) {
                 r = parse_uint64(w, ret_num);
                 if (r < 0)
                         return set_error_message(
@@ -93,7 +93,7 @@ static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_n
                                         "'%s': after '%s #' comes the symbol's number (#1, #2, ...) "
                                         "or g for the global one",
                                         text, w);
-                        *ret_idx = (int)v;
+                        *ret_idx = (int) v;
                 }
         }
         *ret_sym = TAKE_PTR(w);
@@ -101,7 +101,7 @@ static int take_addr_or_symbol(const char **p, const char *what, uint64_t *ret_n
 }
 
 static int parse_one(const char **p, PerfFilter *f, char **ret_error) {
-        static const char *const actions[] = {"filter", "start", "stop", "tracestop"};
+        static const char *const actions[] = { "filter", "start", "stop", "tracestop" };
         const char *begin = *p;
         int r;
 
@@ -147,11 +147,11 @@ known:
                                                  "'%s': the file must be an absolute path", f->text);
         }
         *p = skip_space(*p);
-        if (**p && **p != ',' && !isalpha((unsigned char)**p))
+        if (**p && **p != ',' && !isalpha((unsigned char) **p))
                 return set_error_message(-EINVAL, ret_error, "'%s': unexpected '%c'", f->text, **p);
         /* The filter as written, for messages. */
         f->text[*p - begin] = 0;
-        for (size_t l = strlen(f->text); l > 0 && isspace((unsigned char)f->text[l - 1]); l--)
+        for (size_t l = strlen(f->text); l > 0 && isspace((unsigned char) f->text[l - 1]); l--)
                 f->text[l - 1] = 0;
         return 0;
 }
@@ -258,21 +258,18 @@ static int resolve_file(PerfFilter *f, char **ret_error) {
         }
 
         if (eh.e_type == ET_DYN)
-                r = set_error_message(-EOPNOTSUPP, ret_error,
-                                      "'%s': file-based filters ('@ %s') are refused by the kernel on "
-                                      "CPU-wide events, which "
-                                      "ptraced's are (perf_event_parse_addr_filter: EOPNOTSUPP), and %s is "
-                                      "position-independent "
-                                      "(ELF type DYN: a shared library or PIE executable): it lies at a "
-                                      "different address in each "
-                                      "process, so no address range can stand for it. Filter a non-PIE "
-                                      "executable, whose code has "
-                                      "fixed addresses, or give an absolute range (filter 0xADDR/SIZE) that "
-                                      "holds in every process",
-                                      f->text, f->file, f->file);
+                r = set_error_message(
+                        -EOPNOTSUPP, ret_error,
+                        "'%s': file-based filters ('@ %s') are refused by the kernel on CPU-wide events, "
+                        "which ptraced's are (perf_event_parse_addr_filter: EOPNOTSUPP), and %s is "
+                        "position-independent (ELF type DYN: a shared library or PIE executable): it lies "
+                        "at a different address in each process, so no address range can stand for it. "
+                        "Filter a non-PIE executable, whose code has fixed addresses, or give an absolute "
+                        "range (filter 0xADDR/SIZE) that holds in every process",
+                        f->text, f->file, f->file);
         else if (eh.e_type != ET_EXEC)
                 r = set_error_message(-EINVAL, ret_error, "'%s': %s is not an executable (ELF type %u)",
-                                      f->text, f->file, (unsigned)eh.e_type);
+                                      f->text, f->file, (unsigned) eh.e_type);
         else if (f->sym_from && streq(f->sym_from, "*")) {
                 r = filter_elf_all_functions(elf, &f->addr, &f->size);
                 if (r < 0)
@@ -323,9 +320,8 @@ static int check_exclusions(const PerfFilter *f, const AddrFilterTarget *t, char
                         f->text, f->addr);
         if (t->exclude_user && last < kernel_start)
                 return set_error_message(-EINVAL, ret_error,
-                                         "'%s': a user-space range (0x%" PRIx64
-                                         ") on an event that excludes user "
-                                         "space (Event= with 'k') would record nothing",
+                                         "'%s': a user-space range (0x%" PRIx64 ") on an event that "
+                                         "excludes user space (Event= with 'k') would record nothing",
                                          f->text, f->addr);
         return 0;
 }
@@ -425,14 +421,14 @@ int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, 
                 return -ENOMEM;
 
         /* The whole string: the number of ranges, the length. */
-        r = kernel_filter_parse((const char *)out.data, &target->event, &parsed, &n, &why);
+        r = kernel_filter_parse((const char *) out.data, &target->event, &parsed, &n, &why);
         kernel_filters_free(parsed, n);
         if (r < 0 && why)
                 return set_error_message(r, ret_error, "for the kernel %s", why);
         if (r < 0)
                 return r;
 
-        *ret = (char *)buffer_steal(&out, NULL);
+        *ret = (char *) buffer_steal(&out, NULL);
         *ret_count = count;
         return 0;
 }

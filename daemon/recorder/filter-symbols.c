@@ -57,7 +57,7 @@ static int elf_functions_open(Elf *elf, ElfFunctions *ret) {
 }
 
 static bool elf_functions_get(const ElfFunctions *f, size_t i, GElf_Sym *ret, const char **ret_name) {
-        if (!gelf_getsym(f->data, (int)i, ret) || !elf_is_function(ret))
+        if (!gelf_getsym(f->data, (int) i, ret) || !elf_is_function(ret))
                 return false;
         if (ret_name) {
                 *ret_name = elf_strptr(f->elf, f->sh.sh_link, ret->st_name);
@@ -119,9 +119,9 @@ int filter_elf_function(Elf *elf, const char *name, int idx, uint64_t *ret_start
         }
 
         if (idx > 0) {
-                if ((size_t)idx > n)
+                if ((size_t) idx > n)
                         return -ENOENT;
-                n = (size_t)idx;
+                n = (size_t) idx;
         } else if (n > 1)
                 return -ENOTUNIQ;
         if (n == 0)
@@ -147,8 +147,8 @@ int filter_elf_all_functions(Elf *elf, uint64_t *ret_start, uint64_t *ret_size) 
                 return r;
         for (size_t i = 0; i < f.n; i++)
                 if (elf_functions_get(&f, i, &sym, NULL)) {
-                        lo = MIN(lo, (uint64_t)sym.st_value);
-                        hi = MAX(hi, (uint64_t)(sym.st_value + sym.st_size));
+                        lo = MIN(lo, (uint64_t) sym.st_value);
+                        hi = MAX(hi, (uint64_t) (sym.st_value + sym.st_size));
                 }
         if (lo >= hi)
                 return -ENODATA;
@@ -165,7 +165,7 @@ int filter_elf_offset_to_vaddr(Elf *elf, uint64_t offset, uint64_t *ret) {
         for (size_t i = 0; i < n; i++) {
                 GElf_Phdr ph;
 
-                if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+                if (!gelf_getphdr(elf, (int) i, &ph) || ph.p_type != PT_LOAD)
                         continue;
                 if (offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
                         *ret = offset - ph.p_offset + ph.p_vaddr;
@@ -188,7 +188,7 @@ typedef struct KallsymsLine {
 static bool kallsyms_next(const char **p, KallsymsLine *ret) {
         while (*p && **p) {
                 const char *nl = strchr(*p, '\n');
-                size_t len = nl ? (size_t)(nl - *p) : strlen(*p);
+                size_t len = nl ? (size_t) (nl - *p) : strlen(*p);
                 char line[512];
                 unsigned long long a;
                 bool ok = false;
@@ -209,7 +209,7 @@ static bool kallsyms_next(const char **p, KallsymsLine *ret) {
 
 /* perf's kallsyms__is_function(): text and weak symbols. */
 static bool kallsyms_is_function(char type) {
-        char t = (char)toupper((unsigned char)type);
+        char t = (char)toupper((unsigned char) type);
         return t == 'T' || t == 'W';
 }
 
@@ -226,7 +226,7 @@ int filter_kallsyms_function(const char *kallsyms, const char *name, int idx, ui
         while (kallsyms_next(&p, &l)) {
                 if (!kallsyms_is_function(l.type) || !streq(l.name, name))
                         continue;
-                if (idx == 0 && !isupper((unsigned char)l.type))
+                if (idx == 0 && !isupper((unsigned char) l.type))
                         continue;
                 count++;
                 if (idx > 0 && count != idx)

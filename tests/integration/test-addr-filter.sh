@@ -39,6 +39,7 @@ conf() {
         echo "Rate=8M"
         echo "[Storage]"
         echo "Directory=$tmp/bundles"
+        echo "ImageBudget=4M" # the bundle only has to exist
         echo "[Control]"
         echo "Socket=$tmp/io.ptraced"
     } > "$tmp/ptraced.conf"
@@ -60,7 +61,7 @@ accepted() {
     grep -Eq "^Address filters: $want " "$tmp/ptraced.log" || fail "Filter=$*: no 'Address filters: $want'"
     sleep 0.5 # past WarmupSec=
     kill -USR2 "$daemon"
-    for _ in $(seq 100); do ls "$tmp"/bundles/*.tar >/dev/null 2>&1 && break; sleep 0.1; done
+    for _ in $(seq 300); do ls "$tmp"/bundles/*.tar >/dev/null 2>&1 && break; sleep 0.1; done
     ls "$tmp"/bundles/*.tar >/dev/null 2>&1 || fail "Filter=$*: no bundle after SIGUSR2"
     kill -TERM "$daemon"
     wait "$daemon" || fail "Filter=$*: the daemon exited with $?"

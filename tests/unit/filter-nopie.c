@@ -34,7 +34,7 @@ int main(void) {
         }
         if (f)
                 fclose(f);
-        printf("0x%llx 0x%llx 0x%llx %d\n", (unsigned long long)a, (unsigned long long)b, off,
+        printf("0x%llx 0x%llx 0x%llx %d\n", (unsigned long long) a, (unsigned long long) b, off,
                ptd_nopie_target(1) + ptd_nopie_other(1));
         return off ? 0 : 1;
 }

@@ -22,15 +22,15 @@ static const char kallsyms[] = "0000000000000000 A fixed_percpu_data\n"
                                "ffffffff81000480 T last_text\n";
 
 static AddrFilterTarget target(bool exclude_kernel) {
-        return (AddrFilterTarget){
+        return (AddrFilterTarget) {
                 .kallsyms = kallsyms,
-                .event = {.nr_ranges = 2, .exclude_kernel = exclude_kernel},
+                .event = { .nr_ranges = 2, .exclude_kernel = exclude_kernel },
         };
 }
 
 static char *translate_for(const char *f, const AddrFilterTarget *t, unsigned *count) {
         char *out = NULL, *err = NULL;
-        char *list[] = {(char *)f, NULL};
+        char *list[] = { (char *) f, NULL };
         KernelFilter *k = NULL;
         size_t n = 0;
         int r = addr_filter_translate(list, t, &out, count, &err);
@@ -56,8 +56,8 @@ static char *translate(const char *f, unsigned *count) {
 
 static char *refused_for(const char *f, const AddrFilterTarget *t, int error) {
         char *out = NULL, *err = NULL;
-        char *list[] = {(char *)f, NULL};
-        int r = addr_filter_translate(list, t, &out, &(unsigned){0}, &err);
+        char *list[] = { (char *) f, NULL };
+        int r = addr_filter_translate(list, t, &out, &(unsigned) { 0 }, &err);
 
         if (r != -error)
                 test_fail("'%s': %d (%s), expected -%d", f, r, err ? err : "", error);
@@ -91,7 +91,7 @@ static NoPie nopie(void) {
         ASSERT_NOT_NULL(p);
         ASSERT_EQ(fscanf(p, "0x%llx 0x%llx 0x%llx", &a, &b, &o), 3);
         ASSERT_EQ(pclose(p), 0);
-        n = (NoPie){a, b, o};
+        n = (NoPie) { a, b, o };
         return n;
 }
 
@@ -205,7 +205,7 @@ static void test_kernel(void) {
         e = translate("filter *", &count);
         ASSERT_STREQ(e, "filter 0xffffffff81000000/0x2000");
 
-        char *list[] = {"", NULL};
+        char *list[] = { "", NULL };
         char *err = NULL, *none = NULL;
         AddrFilterTarget t = target(false);
         ASSERT_OK(addr_filter_translate(list, &t, &none, &count, &err));
@@ -259,19 +259,19 @@ static void test_errors(void) {
                 int error;
                 const char *message;
         } cases[] = {
-                {"include main @/bin/true", EINVAL, "starts with filter, start, stop or tracestop"},
-                {"filter main @bin/true", EINVAL, "absolute path"},
-                {"filter main @/nonexistent/file", EINVAL, "cannot open /nonexistent/file"},
-                {"filter main @", EINVAL, "a file must follow '@'"},
-                {"filter main @/etc/hostname", EINVAL, "not an ELF file"},
-                {"filter not_a_kernel_symbol", EINVAL, "'not_a_kernel_symbol' not found"},
-                {"filter some_data", EINVAL, "symbols must be functions"},
-                {"filter dup", EINVAL, "several functions named 'dup'"},
-                {"filter dup #7", EINVAL, "that occurrence of 'dup' not found"},
-                {"filter last_text", EINVAL, "cannot determine the size of 'last_text'"},
-                {"filter dup #3 / do_one", EINVAL, "comes before the start"},
-                {"filter 0x1000/zero", EINVAL, "'zero' not found"},
-                {"filter 0x1000/0x10x", EINVAL, "not a number"},
+                { "include main @/bin/true", EINVAL, "starts with filter, start, stop or tracestop" },
+                { "filter main @bin/true", EINVAL, "absolute path" },
+                { "filter main @/nonexistent/file", EINVAL, "cannot open /nonexistent/file" },
+                { "filter main @", EINVAL, "a file must follow '@'" },
+                { "filter main @/etc/hostname", EINVAL, "not an ELF file" },
+                { "filter not_a_kernel_symbol", EINVAL, "'not_a_kernel_symbol' not found" },
+                { "filter some_data", EINVAL, "symbols must be functions" },
+                { "filter dup", EINVAL, "several functions named 'dup'" },
+                { "filter dup #7", EINVAL, "that occurrence of 'dup' not found" },
+                { "filter last_text", EINVAL, "cannot determine the size of 'last_text'" },
+                { "filter dup #3 / do_one", EINVAL, "comes before the start" },
+                { "filter 0x1000/zero", EINVAL, "'zero' not found" },
+                { "filter 0x1000/0x10x", EINVAL, "not a number" },
         };
         for (size_t i = 0; i < ELEMENTSOF(cases); i++)
                 ASSERT_REFUSED(cases[i].filter, cases[i].error, cases[i].message);

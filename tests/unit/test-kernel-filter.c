@@ -9,7 +9,7 @@
 #include "common/pt/kernel-filter.h"
 #include "test.h"
 
-static const KernelFilterEvent cpu_wide = {.nr_ranges = 2};
+static const KernelFilterEvent cpu_wide = { .nr_ranges = 2 };
 
 static KernelFilter *accept(const char *text, const KernelFilterEvent *ev, size_t *n) {
         KernelFilter *f = NULL;
@@ -87,16 +87,16 @@ static void test_grammar(void) {
          * spaces, signs and trailing garbage do not parse, 09 is bad
          * octal, "0x" without a digit is not hex, actions are exact. */
         static const Refusal unknown[] = {
-                {"filter\t0x1000/0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter 0x1000 / 0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter -0x1000/0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter 0x1000/0x10x", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter 09/0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter 0x/0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter 0x1000/0x10@", EINVAL, "perf_event_parse_addr_filter"},
-                {"tracestop 0x1000/0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"Filter 0x1000/0x10", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter main", EINVAL, "perf_event_parse_addr_filter"},
+                { "filter\t0x1000/0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter 0x1000 / 0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter -0x1000/0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter 0x1000/0x10x", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter 09/0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter 0x/0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter 0x1000/0x10@", EINVAL, "perf_event_parse_addr_filter" },
+                { "tracestop 0x1000/0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "Filter 0x1000/0x10", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter main", EINVAL, "perf_event_parse_addr_filter" },
         };
         refuse_all(unknown, ELEMENTSOF(unknown), &cpu_wide);
 }
@@ -104,18 +104,18 @@ static void test_grammar(void) {
 /* The state machine of perf_event_parse_addr_filter. */
 static void test_sequence(void) {
         static const Refusal cases[] = {
-                {"0x1000/0x10", EINVAL, "needs an action before it"},
-                {"filter stop 0x1000/0x10", EINVAL, "an address must follow 'filter'"},
-                {"filter 0x1000/0x10 0x2000/0x10", EINVAL, "needs an action before it"},
-                {"filter 0x1000/0x10, stop", EINVAL, "ends without its address"},
-                {"filter", EINVAL, "perf_event_parse_addr_filter"},
+                { "0x1000/0x10", EINVAL, "needs an action before it" },
+                { "filter stop 0x1000/0x10", EINVAL, "an address must follow 'filter'" },
+                { "filter 0x1000/0x10 0x2000/0x10", EINVAL, "needs an action before it" },
+                { "filter 0x1000/0x10, stop", EINVAL, "ends without its address" },
+                { "filter", EINVAL, "perf_event_parse_addr_filter" },
                 /* kstrtoul: ERANGE, after the state check. */
-                {"filter 0x10000000000000000/0x10", ERANGE, "kstrtoul"},
-                {"filter 0x1000/99999999999999999999", ERANGE, "kstrtoul"},
+                { "filter 0x10000000000000000/0x10", ERANGE, "kstrtoul" },
+                { "filter 0x1000/99999999999999999999", ERANGE, "kstrtoul" },
                 /* The first refusal in the string wins, parse errors
                  * before the driver's: filter #2's missing size beats
                  * filter #1's 'start'. */
-                {"start 0x1000/0x10 filter 0x2000", EINVAL, "non-zero size"},
+                { "start 0x1000/0x10 filter 0x2000", EINVAL, "non-zero size" },
         };
         refuse_all(cases, ELEMENTSOF(cases), &cpu_wide);
 }
@@ -124,20 +124,20 @@ static void test_size_and_actions(void) {
         static const Refusal cases[] = {
                 /* perf_event_parse_addr_filter: ACTION "filter" must have
                  * a non-zero length region. */
-                {"filter 0x1000", EINVAL, "perf_event_parse_addr_filter"},
-                {"filter 0x1000/0", EINVAL, "perf_event_parse_addr_filter"},
+                { "filter 0x1000", EINVAL, "perf_event_parse_addr_filter" },
+                { "filter 0x1000/0", EINVAL, "perf_event_parse_addr_filter" },
                 /* pt_event_addr_filters_validate: no single-address
                  * triggers, no 'start' filters. */
-                {"stop 0x1000", EOPNOTSUPP, "pt_event_addr_filters_validate"},
-                {"stop 0x1000/0", EOPNOTSUPP, "pt_event_addr_filters_validate"},
-                {"start 0x1000/0x10", EOPNOTSUPP, "pt_event_addr_filters_validate"},
-                {"start 0x1000", EOPNOTSUPP, "pt_event_addr_filters_validate"},
+                { "stop 0x1000", EOPNOTSUPP, "pt_event_addr_filters_validate" },
+                { "stop 0x1000/0", EOPNOTSUPP, "pt_event_addr_filters_validate" },
+                { "start 0x1000/0x10", EOPNOTSUPP, "pt_event_addr_filters_validate" },
+                { "start 0x1000", EOPNOTSUPP, "pt_event_addr_filters_validate" },
         };
         refuse_all(cases, ELEMENTSOF(cases), &cpu_wide);
 }
 
 static void test_files(void) {
-        const KernelFilterEvent per_task = {.per_task = true, .nr_ranges = 2};
+        const KernelFilterEvent per_task = { .per_task = true, .nr_ranges = 2 };
         KernelFilter *f;
         size_t n;
 
@@ -161,7 +161,7 @@ static void test_files(void) {
 }
 
 static void test_limits(void) {
-        const KernelFilterEvent none = {.nr_ranges = 0};
+        const KernelFilterEvent none = { .nr_ranges = 0 };
         char big[KERNEL_FILTER_MAX + 16];
         KernelFilter *f;
         size_t n;
@@ -189,8 +189,8 @@ static void test_limits(void) {
  * pt_event_addr_filters_validate (valid_kernel_ip) those outside the
  * kernel. */
 static void test_before_5_18(void) {
-        const KernelFilterEvent user_only = {.nr_ranges = 2, .exclude_kernel = true};
-        const KernelFilterEvent old = {.nr_ranges = 2, .before_5_18 = true};
+        const KernelFilterEvent user_only = { .nr_ranges = 2, .exclude_kernel = true };
+        const KernelFilterEvent old = { .nr_ranges = 2, .before_5_18 = true };
         const KernelFilterEvent old_user_only = {
                 .nr_ranges = 2, .before_5_18 = true, .exclude_kernel = true};
         KernelFilter *f;

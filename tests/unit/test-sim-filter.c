@@ -31,7 +31,7 @@ static int open_pt(PmuBackend *b, int cpu, const char *event) {
 }
 
 static int set_filter(PmuBackend *b, int fd, const char *f) {
-        return pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long)f);
+        return pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long) f);
 }
 
 static void test_accepted(void) {
@@ -67,17 +67,17 @@ static void test_refused(void) {
                 int error;
         } cases[] = {
                 /* perf_event_parse_addr_filter */
-                {"filter 0x401000", EINVAL},                 /* 'filter' with size 0 */
-                {"tracestop 0x401000/0x10", EINVAL},         /* perf's word, not the kernel's */
-                {"filter main", EINVAL},                     /* symbols are perf's */
-                {"filter 0x401000 / 0x10", EINVAL},          /* no spaces around '/' */
-                {"filter", EINVAL},                          /* no address */
-                {"filter 0x10000000000000000/0x10", ERANGE}, /* kstrtoul */
-                {"filter 0x1000/0x10@/bin/sh", EOPNOTSUPP},  /* a file on a CPU-wide event */
+                { "filter 0x401000", EINVAL },                 /* 'filter' with size 0 */
+                { "tracestop 0x401000/0x10", EINVAL },         /* perf's word, not the kernel's */
+                { "filter main", EINVAL },                     /* symbols are perf's */
+                { "filter 0x401000 / 0x10", EINVAL },          /* no spaces around '/' */
+                { "filter", EINVAL },                          /* no address */
+                { "filter 0x10000000000000000/0x10", ERANGE }, /* kstrtoul */
+                { "filter 0x1000/0x10@/bin/sh", EOPNOTSUPP },  /* a file on a CPU-wide event */
                 /* pt_event_addr_filters_validate */
-                {"start 0x401000/0x10", EOPNOTSUPP},                            /* no 'start' */
-                {"stop 0x401000", EOPNOTSUPP},                                  /* size 0 */
-                {"filter 0x1/0x1 filter 0x10/0x1 filter 0x20/0x1", EOPNOTSUPP}, /* 3 > nr_addr_filters */
+                { "start 0x401000/0x10", EOPNOTSUPP },                            /* no 'start' */
+                { "stop 0x401000", EOPNOTSUPP },                                  /* size 0 */
+                { "filter 0x1/0x1 filter 0x10/0x1 filter 0x20/0x1", EOPNOTSUPP }, /* 3 > nr_addr_filters */
         };
         SimTestSource *t;
         _cleanup_(pmu_backend_freep) PmuBackend *b = sim_test_backend_new(1, 1 << 20, &t);

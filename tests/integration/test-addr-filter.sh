@@ -8,8 +8,23 @@
 # the kernel refuses makes both `ptraced --check-config` and the start
 # fail with a message naming the kernel's rule, before any CPU is set up.
 set -euo pipefail
-build=$1
+build=$1 src=$2
 ptraced=$build/daemon/ptraced nopie=$build/tests/unit/filter-nopie
+
+# The real kernel's intel_pt as other machines' sysfs trees show it
+# (--check-config needs no root): two address ranges on a Skylake server,
+# none on Broadwell (perf_event_set_filter: EINVAL). Kernel ranges: the
+# running kernel may predate 5.18.
+ktmp=$(mktemp -d)
+printf '[Trace]\nSource=kernel\nFilter=filter 0xffffffff81000000/0x1000, stop 0xffffffff81000800/0x10\n' > "$ktmp/k.conf"
+out=$("$ptraced" --config "$ktmp/k.conf" --sysfs-root "$src/tests/fixtures/sysfs/skylake" --check-config 2>&1) \
+    || { echo "FAIL: Skylake refused the filter: $out" >&2; exit 1; }
+grep -q '^filter: filter 0xffffffff81000000/0x1000,stop 0xffffffff81000800/0x10$' <<< "$out" || { echo "FAIL: Skylake: $out" >&2; exit 1; }
+if out=$("$ptraced" --config "$ktmp/k.conf" --sysfs-root "$src/tests/fixtures/sysfs/broadwell" --check-config 2>&1); then
+    echo "FAIL: Broadwell (nr_addr_filters 0) accepted a filter" >&2; exit 1
+fi
+grep -q 'nr_addr_filters is 0.*perf_event_set_filter: EINVAL' <<< "$out" || { echo "FAIL: Broadwell: $out" >&2; exit 1; }
+rm -rf "$ktmp"
 
 [ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events on real CPUs)"; exit 77; }
 if "$ptraced" --version | grep -q -- '-emulated-pmu'; then

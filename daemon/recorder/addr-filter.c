@@ -339,6 +339,8 @@ static int check_kernel_rules(const PerfFilter *f, const char *kernel, const Add
         kernel_filters_free(parsed, n);
         if (r == -ENOMEM || (r < 0 && !why))
                 return r;
+        if (r < 0 && streq(f->text, kernel))
+                return set_error_message(r, ret_error, "%s", why);
         if (r < 0)
                 return set_error_message(r, ret_error, "'%s', for the kernel %s", f->text, why);
         return 0;

@@ -426,7 +426,7 @@ int addr_filter_translate(char *const *filters, const AddrFilterTarget *target, 
         r = kernel_filter_parse((const char *) out.data, &target->event, &parsed, &n, &why);
         kernel_filters_free(parsed, n);
         if (r < 0 && why)
-                return set_error_message(r, ret_error, "for the kernel %s", why);
+                return set_error_message(r, ret_error, "all lines together, %s", why);
         if (r < 0)
                 return r;
 

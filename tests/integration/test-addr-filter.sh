@@ -36,7 +36,11 @@ fi
 tmp=$(mktemp -d)
 daemon=
 trap 'if [ -n "$daemon" ]; then kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; fi; rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/ptraced.log" ] && sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2; exit 1; }
+fail() {
+    echo "FAIL: $*" >&2
+    if [ -f "$tmp/ptraced.log" ]; then sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2; else echo "  (no $tmp/ptraced.log)" >&2; fi
+    exit 1
+}
 
 # conf EVENT FILTER-LINE...: a configuration with one Filter= per line.
 conf() {

@@ -15,7 +15,8 @@ ptraced=$build/daemon/ptraced nopie=$build/tests/unit/filter-nopie
 # (--check-config needs no root): two address ranges on a Skylake server,
 # none on Broadwell (perf_event_set_filter: EINVAL). Kernel ranges: the
 # running kernel may predate 5.18.
-ktmp=$(mktemp -d)
+ktmp=$(mktemp -d "${TMPDIR:-/tmp}/ptd-filter-k.XXXXXX")
+trap 'rm -rf "$ktmp"' EXIT
 printf '[Trace]\nSource=kernel\nFilter=filter 0xffffffff81000000/0x1000, stop 0xffffffff81000800/0x10\n' > "$ktmp/k.conf"
 out=$("$ptraced" --config "$ktmp/k.conf" --sysfs-root "$src/tests/fixtures/sysfs/skylake" --check-config 2>&1) \
     || { echo "FAIL: Skylake refused the filter: $out" >&2; exit 1; }
@@ -33,7 +34,7 @@ if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
 fi
 [ -x "$nopie" ] || { echo "FAIL: $nopie (the non-PIE fixture) is missing" >&2; exit 1; }
 
-tmp=$(mktemp -d)
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/ptd-filter.XXXXXX")
 daemon=
 trap 'if [ -n "$daemon" ]; then kill "$daemon" 2>/dev/null; wait "$daemon" 2>/dev/null; fi; rm -rf "$tmp"' EXIT
 fail() {

@@ -188,15 +188,21 @@ static void write_sim_truth(Manager *m, const struct RecorderSnapshot *s, uint64
 static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         _cleanup_pmu_free_ Pmu *pmu = NULL;
         _cleanup_(pt_event_config_done) PtEventConfig event = {};
+        _cleanup_free_ char *filter = NULL;
         int r;
 
         r = ptraced_config_load_event(config, backend->sysfs_root, &pmu, &event);
+        if (r < 0)
+                return r;
+        r = ptraced_config_load_filters(config, pmu, &event, &filter);
         if (r < 0)
                 return r;
 
         printf("source: %s\n", trace_source_names[config->source]);
         printf("pmu: %s (type %u)\n", pmu->name, pmu->type);
         printf("event: %s\n", event.text);
+        if (filter)
+                printf("filter: %s\n", filter);
         for (const TriggerConfig *t = config->trigger_list; t; t = t->next)
                 printf("trigger %s: %s\n", t->name,
                        t->error ? t->error : trigger_type_names[t->type]);

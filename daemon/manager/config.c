@@ -1,10 +1,14 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <sys/utsname.h>
+
+#include "common/basic/fileio.h"
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
 #include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
+#include "daemon/recorder/addr-filter.h"
 
 const char *const trace_source_names[] = {
         [TRACE_SOURCE_KERNEL] = "kernel",
@@ -28,6 +32,20 @@ static int parse_buffer_size(const ConfigParserContext *ctx, const char *rvalue,
         return 0;
 }
 
+/* Filter=: each assignment is one line of filters in perf's syntax, whose
+ * spaces belong to it ("filter main @ /usr/bin/foo"); an empty one clears
+ * the list. */
+static int parse_filter(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
+        char ***l = field;
+
+        if (!*rvalue) {
+                strv_free(*l);
+                *l = NULL;
+                return 0;
+        }
+        return strv_extend(l, rvalue);
+}
+
 static int parse_compress_level(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
         int v;
 
@@ -45,7 +63,7 @@ const ConfigItem ptraced_config_items[] = {
         { "Trace", "BufferSize", parse_buffer_size, offsetof(PtracedConfig, buffer_size) },
         { "Trace", "Lookback", config_parse_duration, offsetof(PtracedConfig, lookback) },
         { "Trace", "MemoryMax", config_parse_size, offsetof(PtracedConfig, memory_max) },
-        { "Trace", "Filter", config_parse_strv, offsetof(PtracedConfig, filters) },
+        { "Trace", "Filter", parse_filter, offsetof(PtracedConfig, filters) },
         { "Trace", "SidebandBufferSize", parse_buffer_size, offsetof(PtracedConfig, sideband_buffer_size) },
         { "Trace", "SidebandMemoryMax", config_parse_size, offsetof(PtracedConfig, sideband_memory_max) },
         { "Trace", "RateInterval", config_parse_duration, offsetof(PtracedConfig, rate_interval) },
@@ -197,6 +215,41 @@ int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, Pm
         if (ret_event->forced_pt)
                 log_warning("pt=0 doesn't make sense, forcing pt=1");
         *ret_pmu = TAKE_PTR(pmu);
+        return 0;
+}
+
+int ptraced_config_load_filters(const PtracedConfig *c, const Pmu *pmu, const PtEventConfig *event,
+                                char **ret_filter) {
+        _cleanup_free_ char *kallsyms = NULL, *error = NULL;
+        struct utsname u;
+        unsigned count;
+        int r;
+
+        *ret_filter = NULL;
+        if (!c->filters || !c->filters[0])
+                return 0;
+
+        /* ptraced's intel_pt events are CPU-wide. The emulated PMU follows
+         * the kernel's rules since 5.18; a real kernel older than that has
+         * two more (common/pt/kernel-filter.h). */
+        AddrFilterTarget t = {
+                .event = {
+                        .per_task = false,
+                        .nr_ranges = (unsigned) MAX(pmu->nr_addr_filters, 0),
+                        .exclude_kernel = event->exclude_kernel,
+                        .before_5_18 = c->source == TRACE_SOURCE_KERNEL && uname(&u) >= 0 &&
+                                       kernel_filter_release_before_5_18(u.release),
+                },
+                .exclude_user = event->exclude_user,
+        };
+        (void) read_full_file("/proc/kallsyms", 64U << 20, &kallsyms, NULL);
+        t.kallsyms = kallsyms;
+
+        r = addr_filter_translate(c->filters, &t, ret_filter, &count, &error);
+        if (r < 0 && error)
+                return log_error_errno(r, "[Trace] Filter=: %s", error);
+        if (r < 0)
+                return log_error_errno(r, "[Trace] Filter=: %m");
         return 0;
 }
 

@@ -79,6 +79,11 @@ struct Pmu;
 struct PtEventConfig;
 int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, struct Pmu **ret_pmu,
                               struct PtEventConfig *ret_event);
+/* [Trace] Filter= made into the kernel's filter string for that PMU and
+ * event (NULL without filters), or refused as the kernel would refuse it
+ * (daemon/recorder/addr-filter.h). Logs what is wrong, naming the key. */
+int ptraced_config_load_filters(const PtracedConfig *c, const struct Pmu *pmu, const struct PtEventConfig *event,
+                                char **ret_filter);
 
 /* Load `path` (and `path`.d/ drop-ins) or, with path == NULL, the default
  * ptraced.conf and its drop-in directories. Cross-key checks (BufferSize=

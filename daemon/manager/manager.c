@@ -26,7 +26,6 @@
 #include "daemon/manager/manager.h"
 #include "daemon/manager/requests.h"
 #include "daemon/procmap/procmap.h"
-#include "daemon/recorder/addr-filter.h"
 #include "daemon/recorder/recorder.h"
 #include "daemon/trigger/governor.h"
 #include "daemon/trigger/set.h"
@@ -656,24 +655,14 @@ static int setup_recorder(Manager *m) {
 
         /* Address filters: perf's syntax in, the kernel's out. */
         _cleanup_free_ char *filter = NULL;
-        if (m->config.filters && m->config.filters[0]) {
-                _cleanup_free_ char *kallsyms = NULL, *error = NULL;
-                unsigned count = 0;
-
-                (void) read_full_file("/proc/kallsyms", 64U << 20, &kallsyms, NULL);
-                k = addr_filter_translate(m->config.filters, kallsyms, &filter, &count, &error);
-                if (k == -EINVAL)
-                        return log_error_errno(k, "[Trace] Filter=: %s", error);
-                if (k < 0)
-                        return log_error_errno(k, "[Trace] Filter=: %m");
-                if (count > 0 && (m->pmu->nr_addr_filters < 0 || count > (unsigned) m->pmu->nr_addr_filters))
-                        return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
-                                               "[Trace] Filter= gives %u address filters; this intel_pt supports %d "
-                                               "(%s/nr_addr_filters)",
-                                               count, MAX(m->pmu->nr_addr_filters, 0), m->pmu->path);
-                if (filter)
-                        log_info("Address filters: %s", filter);
-        }
+        k = ptraced_config_load_filters(&m->config, m->pmu, &m->event_config, &filter);
+        if (k < 0)
+                return k;
+        if (filter)
+                log_info("Address filters: %s%s", filter,
+                         m->backend->simulated ? " (checked by the kernel's rules; the emulated trace source does "
+                                                 "not apply them: its trace is unfiltered)"
+                                               : "");
 
         RecorderOptions o = {
                 .backend = m->backend,

@@ -171,10 +171,15 @@ int recorder_cpu_open_pt(Recorder *r, RecorderCpu *c, nsec_t now) {
         if (r->filter) {
                 k = pmu_backend_ioctl(b, fd, PERF_EVENT_IOC_SET_FILTER, (unsigned long) r->filter);
                 if (k < 0) {
+                        /* ptraced_config_load_filters() checked it by the
+                         * kernel's rules (common/pt/kernel-filter.h): this
+                         * kernel's differ. */
                         cpu_set_error(c, RECORDER_CPU_FAILED, k,
-                                      "the kernel refused the address filter '%s' on CPU %u: %s (at most %d "
-                                      "filters; files must be mapped executable)",
-                                      r->filter, c->cpu, strerror(-k), r->opts.pmu->nr_addr_filters);
+                                      "the kernel refused the address filter '%s' on CPU %u: %s, although it "
+                                      "passed the rules of perf_event_parse_addr_filter and "
+                                      "pt_event_addr_filters_validate ptraced knows (see Filter= in "
+                                      "ptraced.conf(5))",
+                                      r->filter, c->cpu, strerror(-k));
                         goto fail;
                 }
         }

@@ -5,7 +5,8 @@
  * operations and the public API), ring.c (the data ring and the records
  * the kernel writes into it), producer.c (trace production into the AUX
  * area), validate.c (what the driver refuses at perf_event_open),
- * hotplug.c (what a CPU going offline does to its events). */
+ * hotplug.c (what a CPU going offline does to its events), filter.c
+ * (address filters). */
 
 #include <pthread.h>
 
@@ -120,6 +121,8 @@ int sim_real_ioctl(PmuSim *s, int fd, unsigned long request, unsigned long arg);
 void sim_real_detach_cpu(PmuSim *s, unsigned cpu);
 /* The read of an emulated event (takes e->lock). */
 ssize_t sim_event_read(SimEvent *e, void *buf, size_t size);
+/* filter.c: PERF_EVENT_IOC_SET_FILTER, by the kernel's rules. */
+int sim_event_set_filter(PmuSim *s, SimEvent *e, const char *arg);
 
 /* validate.c */
 int sim_validate_pt_attr(PmuSim *s, const struct perf_event_attr *a, pid_t pid, int cpu);

@@ -325,23 +325,8 @@ static int sim_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long
                         return -EFAULT;
                 memcpy((void *) arg, &e->id, sizeof(e->id));
                 return 0;
-        case PERF_EVENT_IOC_SET_FILTER: {
-                const char *f = (const char *) arg;
-                unsigned n = 0;
-
-                if (e->kind != SIM_EVENT_PT || !f)
-                        return -EINVAL;
-                /* The kernel counts filters separated by ',' or ' ' and
-                 * refuses more than nr_addr_filters. */
-                for (const char *p = f; *p; p++)
-                        if ((p == f || p[-1] == ',' || p[-1] == ' ') && *p != ',' && *p != ' ')
-                                n++;
-                if (n > PMU_SIM_NR_ADDR_FILTERS)
-                        return -EOPNOTSUPP;
-                if (!s->opts.source->set_filter)
-                        return -EOPNOTSUPP;
-                return s->opts.source->set_filter(s->opts.source, e->cpu, f);
-        }
+        case PERF_EVENT_IOC_SET_FILTER:
+                return sim_event_set_filter(s, e, (const char *) arg);
         default:
                 return -ENOTTY;
         }

@@ -23,6 +23,8 @@
  *    returns; aux_head is set to the write offset *within* the buffer (the
  *    snapshot-mode convention perf's intel_pt_find_snapshot expects) and a
  *    PERF_RECORD_AUX {offset, size = buffer size, OVERWRITE} is logged.
+ *  - SET_FILTER: parsed and validated by the kernel's rules, with its
+ *    errno (filter.c, common/pt/kernel-filter.h).
  *  - The AUX buffer starts zeroed, like the kernel's GFP_ZERO pages, which
  *    is what wrap detection relies on.
  *
@@ -40,6 +42,7 @@
  */
 
 #include "common/perf/pmu-backend.h"
+#include "common/pt/kernel-filter.h"
 
 typedef struct SimTraceSource SimTraceSource;
 
@@ -51,9 +54,11 @@ struct SimTraceSource {
          * true tracing was just enabled: begin with PSB+. */
         ssize_t (*produce)(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
                            size_t max);
-        /* The recorder set an address filter (kernel syntax) on `cpu`. May be
-         * NULL: then filters are accepted and reported as not applied. */
-        int (*set_filter)(SimTraceSource *s, unsigned cpu, const char *filter);
+        /* The recorder set address filters on `cpu`, which the emulated PMU
+         * accepted by the kernel's rules: `n` ranges (none: filters cleared),
+         * valid for the call only. May be NULL: a source without a filter
+         * model, whose trace stays unfiltered (ptraced says so). */
+        int (*set_filter)(SimTraceSource *s, unsigned cpu, const KernelFilter *filters, size_t n);
         void (*free)(SimTraceSource *s);
         void *userdata;
         /* Set by pmu_sim_new(): the backend this source feeds, for

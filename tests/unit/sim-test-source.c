@@ -28,15 +28,21 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool
         return (ssize_t) n;
 }
 
-static int set_filter(SimTraceSource *s, unsigned cpu, const char *filter) {
+static int set_filter(SimTraceSource *s, unsigned cpu, const KernelFilter *filters, size_t n) {
         SimTestSource *t = (SimTestSource *) s;
-        free(t->last_filter);
-        t->last_filter = strdup(filter);
-        return t->last_filter ? 0 : -ENOMEM;
+
+        if (cpu >= ELEMENTSOF(t->n_filters) || n > ELEMENTSOF(t->filters[0]))
+                return -EINVAL;
+        for (size_t i = 0; i < n; i++) {
+                t->filters[cpu][i] = filters[i];
+                t->filters[cpu][i].file = NULL; /* the caller's; CPU-wide filters have none */
+        }
+        t->n_filters[cpu] = n;
+        t->filter_calls++;
+        return 0;
 }
 
 static void source_free(SimTraceSource *s) {
-        free(((SimTestSource *) s)->last_filter);
         free(s);
 }
 

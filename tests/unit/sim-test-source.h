@@ -15,7 +15,10 @@ typedef struct SimTestSource {
         SimTraceSource base;
         uint64_t seq[4096];
         unsigned starts[4096];
-        char *last_filter;
+        /* The ranges of the last SET_FILTER, per CPU. */
+        KernelFilter filters[4096][4];
+        size_t n_filters[4096];
+        unsigned filter_calls;
 } SimTestSource;
 
 SimTestSource *sim_test_source_new(void);

@@ -114,9 +114,11 @@
  * model and the versions, the image cache, the rings and the synthetic
  * loader are under one mutex.
  *
- * Address filters: not implemented (set_filter is NULL), the synthesizer
- * has no filter model; the emulated PMU then refuses filters with
- * EOPNOTSUPP and the recorder says so.
+ * Address filters: not applied (set_filter is NULL), the synthesizer has
+ * no filter model. The emulated PMU still checks them by the kernel's
+ * rules (daemon/sim/filter.c), so a filter the kernel would refuse fails
+ * here too; one it accepts leaves this trace unfiltered, and ptraced says
+ * so at start.
  *
  * CPU cost: see the measurement in tests/unit/test-synth-sim-source.c.
  */

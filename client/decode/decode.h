@@ -10,7 +10,8 @@
  *   0  basics       util.h (containers, fast writers), pool.h (worker
  *                   threads, results in job order), insn.h (Zydis),
  *                   options.h (what the caller asks), clock.h (TSC and
- *                   perf time)
+ *                   perf time), errata.h (which errata libipt works
+ *                   around, for CPUs newer than libipt too)
  *   1  input        input/: DecodeInput from raw options, bundles, perf.data
  *   2  trace facts  context.h (side-band: threads on CPUs, address spaces
  *                   over time), index.h (PSB index per CPU -> the segment

@@ -284,6 +284,21 @@ static void build_ovf_on_eos(TraceBuilder *t) {
         ovf(t);
 }
 
+/* APL11: an OVF followed by a TIP.PGD; the workaround needs the CPU's
+ * errata, here for a CPU newer than libipt 2.0.5's table (6/170). */
+static void build_apl11(TraceBuilder *t) {
+        psb(t);
+        mode_exec(t, ptem_64bit);
+        ip(t, ppt_fup, L0);
+        psbend(t);
+        ovf(t);
+        ip(t, ppt_tip_pgd, L1);
+        mode_exec(t, ptem_64bit);
+        ip(t, ppt_tip_pge, L1);
+        ip(t, ppt_fup, L2);
+        pgd(t);
+}
+
 static const Case overflow_cases[] = {
         { "ovf (tracing off, end of trace)", build_ovf_off_eos, "psb 0x0\n0x0 0x0 ovf\n", 0 },
         { "ovf-fup (tracing on)", build_ovf_fup, "psb 0x0\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
@@ -303,6 +318,10 @@ static const Case overflow_cases[] = {
         { "skd010-mode_tsx-fup (in TSX)", build_ovf_tsx_skd010,
           "psb 0x0\n0x0 0x1001 ovf\ntsx_begin ip=0x1001\n0x1002 0x0 tr_end\n", 1, "6/78/0" },
         { "ovf, tracing on, end of trace", build_ovf_on_eos, "psb 0x0\n0x0 0x0 ovf\n", 0 },
+        { "apl11 on 6/170", build_apl11, "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1,
+          "6/170/0" },
+        { "apl11 on 18/1", build_apl11, "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1,
+          "18/1/0" },
 };
 
 /* Events ptctl had no kind for, and power states (libipt: mode_exec-tip,

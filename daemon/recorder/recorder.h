@@ -143,6 +143,8 @@ typedef struct RecorderCpuInfo {
  * events' metadata pages (the first recording CPU's). -ENODATA when no CPU
  * records. */
 int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret);
+/* The address filters given to the kernel (RecorderOptions.filter), or NULL. */
+const char *recorder_addr_filter(const Recorder *r);
 
 size_t recorder_n_cpus(Recorder *r); /* slots, online or not */
 int recorder_cpu_info(Recorder *r, size_t i, RecorderCpuInfo *ret);

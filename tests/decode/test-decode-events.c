@@ -140,6 +140,9 @@ typedef struct Case {
         const char *expected; /* --format=branches --events --fields=from,to,kind */
         uint64_t insns;
         const char *cpu; /* family/model/stepping, for errata; NULL: unknown */
+        const char *filter; /* address filters (the kernel's grammar), or NULL */
+        const uint8_t *code; /* another program than code[] at 0x1000 ... */
+        size_t code_size;
 } Case;
 
 /* Overflows (libipt: ovf*, psb-ovf-*, mwait-pwre-exstop_ip-*ovf) */
@@ -435,6 +438,34 @@ static const Case event_cases[] = {
           2 },
 };
 
+/* IP filtering (libipt: skl014-jmp, skl014-no_filter). SKL014: leaving
+ * the filter region by a direct branch gives a TIP.PGD without IP; libipt
+ * binds it to the branch only when it knows the region.
+ *
+ *   0x1000: jmp 0x1100       leaves the filter region 0x1000..0x10ff
+ *   0x1005: hlt ...
+ *   0x1100: hlt
+ */
+static const uint8_t skl014_code[0x101] = {
+        0xe9, 0xfb, 0x00, 0x00, 0x00, /* jmp 0x1100 */
+        [5 ... 0x100] = 0xf4,         /* hlt */
+};
+
+static void build_skl014_jmp(TraceBuilder *t) {
+        psb(t);
+        mode_exec(t, ptem_64bit);
+        ip(t, ppt_fup, L0);
+        psbend(t);
+        pgd(t);
+}
+
+static const Case filter_cases[] = {
+        { "skl014-jmp with the filter range", build_skl014_jmp, "psb 0x0\n0x1000 0x0 tr_end\n", 1, "6/78/3",
+          "filter 0x1000/0x100", skl014_code, sizeof(skl014_code) },
+        { "skl014-jmp, a TraceStop range elsewhere", build_skl014_jmp, "psb 0x0\n0x1000 0x0 tr_end\n", 1,
+          "6/78/3", "filter 0x1000/0x100, stop 0x2000/0x10", skl014_code, sizeof(skl014_code) },
+};
+
 static const char *find_mismatch(const char *a, const char *b) {
         while (*a && *a == *b) {
                 a++;
@@ -444,7 +475,7 @@ static const char *find_mismatch(const char *a, const char *b) {
 }
 
 static bool run_case(const Case *c) {
-        _cleanup_free_ char *image = write_temp(code, sizeof(code));
+        _cleanup_free_ char *image = c->code ? write_temp(c->code, c->code_size) : write_temp(code, sizeof(code));
         _cleanup_(decode_input_freep) DecodeInput *in = NULL;
         _cleanup_(decoder_freep) Decoder *d = NULL;
         _cleanup_free_ char *out = NULL, *error = NULL;
@@ -465,6 +496,8 @@ static bool run_case(const Case *c) {
         ASSERT_OK(decode_input_new("test", &in));
         if (c->cpu)
                 ASSERT_OK(decode_parse_cpu_model(c->cpu, &in->cpu_model));
+        if (c->filter)
+                ASSERT_OK(decode_input_add_addr_filters(in, c->filter, NULL));
         ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t.buf, tb_offset(&t), false));
         add_raw_image(in, image, 0x1000);
 
@@ -514,4 +547,8 @@ static void test_events(void) {
         run_cases(event_cases, ELEMENTSOF(event_cases));
 }
 
-RUN_TESTS(TEST(test_overflows), TEST(test_events));
+static void test_filters(void) {
+        run_cases(filter_cases, ELEMENTSOF(filter_cases));
+}
+
+RUN_TESTS(TEST(test_overflows), TEST(test_events), TEST(test_filters));

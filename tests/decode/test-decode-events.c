@@ -353,6 +353,18 @@ static void build_mode_same(TraceBuilder *t) {
         pgd(t);
 }
 
+/* PSB+ with tracing off has no MODE.Exec on hardware: the first trace
+ * start tells the mode, which is no change. */
+static void build_mode_first(TraceBuilder *t) {
+        psb(t);
+        tb_tsc(t, 0x1000);
+        psbend(t);
+        mode_exec(t, ptem_64bit);
+        ip(t, ppt_tip_pge, L1);
+        ip(t, ppt_fup, L2);
+        pgd(t);
+}
+
 /* A PIP binds to the next MOV CR3 (synchronous paging). */
 static void build_pip_mov_cr3(TraceBuilder *t) {
         psb(t);
@@ -423,6 +435,8 @@ static const Case event_cases[] = {
         { "exec mode change at a trace start", build_mode_change,
           "psb 0x0\n0x0 0x1001 tr_start\nexec_mode 32-bit ip=0x1001\n0x1002 0x0 tr_end\n", 1 },
         { "exec mode unchanged at a trace start", build_mode_same,
+          "psb 0x0\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1 },
+        { "exec mode first known at a trace start", build_mode_first,
           "psb 0x0\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1 },
         { "pip_mov_cr3", build_pip_mov_cr3, "psb 0x0\npaging cr3=0xa000\n0x1007 0x0 tr_end\n", 1 },
         { "fup-pip-vmcs-tip", build_fup_pip_vmcs_tip,

@@ -455,7 +455,6 @@ static int catch_up_sync_psb(SegState *s) {
         return 0;
 }
 
-/* client/decode/worker/events.h */
 static int emit_plain(SegState *s, const struct pt_event *ev) {
         DecodePtEvent e;
         if (!decode_pt_event_plain(ev, &e))
@@ -560,13 +559,13 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                         return r;
                 return emit_plain(s, ev);
 
-        case ptev_exec_mode:
-                /* Outside PSB+ (trace starts, far branches): libipt and ptxed report
-                 * each, we the changes, or every trace start would carry one. */
-                if (ev->variant.exec_mode.mode == s->exec_mode)
-                        return 0;
+        case ptev_exec_mode: {
+                /* Outside PSB+ (trace starts, far branches): libipt and ptxed report each,
+                 * we changes from a known mode, or every trace start would carry one. */
+                uint8_t was = s->exec_mode;
                 s->exec_mode = (uint8_t) ev->variant.exec_mode.mode;
-                return emit_plain(s, ev);
+                return was == ptem_unknown || was == s->exec_mode ? 0 : emit_plain(s, ev);
+        }
 
         case ptev_overflow:
                 s->pending = false;

@@ -565,4 +565,45 @@ static void test_filters(void) {
         run_cases(filter_cases, ELEMENTSOF(filter_cases));
 }
 
-RUN_TESTS(TEST(test_overflows), TEST(test_events), TEST(test_filters));
+/* The new kinds in every format that shows events: json, perfetto,
+ * calls and insn (branches with --events is above). */
+static void test_formats(void) {
+        static const struct {
+                DecodeFormat format;
+                const char *want[3];
+        } formats[] = {
+                { DECODE_FORMAT_JSON,
+                  { "\"kind\":\"vmcs\",\"payload\":\"base=0xcdcdc000 ip=0x1007\",\"ip\":\"0x1007\"",
+                    "\"kind\":\"paging\",\"payload\":\"cr3=0xcdcdc0 nr ip=0x1007\"",
+                    "\"kind\":\"mnt\",\"payload\":\"0xa000\"" } },
+                { DECODE_FORMAT_PERFETTO,
+                  { "\"name\":\"vmcs\"", "\"name\":\"paging\"", "\"detail\":\"0xa000\"" } },
+                { DECODE_FORMAT_CALLS, { "[vmcs base=0xcdcdc000 ip=0x1007]", "[paging cr3=0xcdcdc0 nr", "[mnt 0xa000]" } },
+                { DECODE_FORMAT_INSN, { "-- vmcs base=0xcdcdc000", "-- paging cr3=0xcdcdc0 nr", "-- mnt 0xa000" } },
+        };
+        _cleanup_free_ char *image = write_temp(code, sizeof(code));
+        TraceBuilder t;
+
+        tb_init(&t, 4096);
+        build_fup_pip_vmcs_tip(&t);
+        /* ... and an MNT after it, with tracing off. */
+        mnt(&t, 0xa000);
+        for (size_t i = 0; i < ELEMENTSOF(formats); i++) {
+                _cleanup_(decode_input_freep) DecodeInput *in = NULL;
+                _cleanup_free_ char *out = NULL;
+                DecodeOptions opts = { .format = formats[i].format, .jobs = 1 };
+
+                ASSERT_OK(decode_input_new("test", &in));
+                ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t.buf, tb_offset(&t), false));
+                add_raw_image(in, image, 0x1000);
+                out = decode_to_string(in, &opts, NULL);
+                for (size_t j = 0; j < ELEMENTSOF(formats[i].want); j++)
+                        if (!strstr(out, formats[i].want[j]))
+                                test_fail("%s: no \"%s\" in:\n%s", decode_format_to_string(formats[i].format),
+                                          formats[i].want[j], out);
+        }
+        (void) unlink(image);
+        tb_done(&t);
+}
+
+RUN_TESTS(TEST(test_overflows), TEST(test_events), TEST(test_filters), TEST(test_formats));

@@ -22,14 +22,6 @@
 
 #include "decode-test-util.h"
 
-#define L0 0x1000
-#define L1 0x1001
-#define L2 0x1002
-#define L3 0x1003
-#define L4 0x1004
-#define L5 0x1007
-#define L6 0x1008
-
 static const uint8_t code[] = {
         0xf4,             /* hlt */
         0x90,             /* nop */
@@ -40,413 +32,202 @@ static const uint8_t code[] = {
         0xf4,             /* hlt */
 };
 
-/* Packets the shared helpers do not write. */
+/* The packets of a case, in ptdump's and pttc's words, separated by
+ * spaces: psb, psbend, ovf, pad, mode.exec(16|32|64),
+ * mode.tsx(begin|commit|abort), fup(IP), tip(IP), tip.pge(IP), tip.pgd(IP)
+ * and tip.pgd() (IP suppressed), pip(CR3[,nr]), vmcs(BASE), mnt(VALUE),
+ * cbr(RATIO), tsc(VALUE), mwait(HINTS,EXT), pwre(cSTATE.SUB[,hw]),
+ * pwrx(int|st|hw:cLAST,cDEEPEST), exstop and exstop(ip). C-states as
+ * pttc reads them: the packet holds the number minus one. */
+static uint8_t c_state(const char *s) {
+        return (uint8_t) ((strtoul(s, NULL, 10) - 1) & 0xf);
+}
 
-static void mode_exec(TraceBuilder *t, enum pt_exec_mode m) {
-        struct pt_packet p = { .type = ppt_mode };
-        p.payload.mode.leaf = pt_mol_exec;
-        p.payload.mode.bits.exec = pt_set_exec_mode(m);
+static void packet(TraceBuilder *t, const char *name, const char *arg) {
+        struct pt_packet p = {};
+        uint64_t a = strtoull(arg, NULL, 0);
+        const char *comma = strchr(arg, ',');
+
+        if (streq(name, "psb"))
+                p.type = ppt_psb;
+        else if (streq(name, "psbend"))
+                p.type = ppt_psbend;
+        else if (streq(name, "ovf"))
+                p.type = ppt_ovf;
+        else if (streq(name, "pad"))
+                p.type = ppt_pad;
+        else if (streq(name, "mode.exec")) {
+                p.type = ppt_mode;
+                p.payload.mode.leaf = pt_mol_exec;
+                p.payload.mode.bits.exec = pt_set_exec_mode(a == 64 ? ptem_64bit : a == 32 ? ptem_32bit : ptem_16bit);
+        } else if (streq(name, "mode.tsx")) {
+                p.type = ppt_mode;
+                p.payload.mode.leaf = pt_mol_tsx;
+                p.payload.mode.bits.tsx.intx = streq(arg, "begin");
+                p.payload.mode.bits.tsx.abrt = streq(arg, "abort");
+        } else if (streq(name, "fup") || streq(name, "tip") || streq(name, "tip.pge") || streq(name, "tip.pgd")) {
+                p.type = streq(name, "fup")       ? ppt_fup
+                         : streq(name, "tip")     ? ppt_tip
+                         : streq(name, "tip.pge") ? ppt_tip_pge
+                                                  : ppt_tip_pgd;
+                p.payload.ip.ipc = *arg ? pt_ipc_sext_48 : pt_ipc_suppressed;
+                p.payload.ip.ip = a;
+        } else if (streq(name, "pip")) {
+                p.type = ppt_pip;
+                p.payload.pip.cr3 = a;
+                p.payload.pip.nr = comma && streq(comma + 1, "nr");
+        } else if (streq(name, "vmcs")) {
+                p.type = ppt_vmcs;
+                p.payload.vmcs.base = a;
+        } else if (streq(name, "mnt")) {
+                p.type = ppt_mnt;
+                p.payload.mnt.payload = a;
+        } else if (streq(name, "cbr")) {
+                p.type = ppt_cbr;
+                p.payload.cbr.ratio = (uint8_t) a;
+        } else if (streq(name, "tsc")) {
+                p.type = ppt_tsc;
+                p.payload.tsc.tsc = a;
+        } else if (streq(name, "mwait")) {
+                p.type = ppt_mwait;
+                p.payload.mwait.hints = (uint32_t) a;
+                p.payload.mwait.ext = comma ? (uint32_t) strtoul(comma + 1, NULL, 0) : 0;
+        } else if (streq(name, "pwre")) {
+                p.type = ppt_pwre;
+                p.payload.pwre.state = c_state(arg + 1);
+                p.payload.pwre.sub_state = c_state(strchr(arg, '.') + 1);
+                p.payload.pwre.hw = comma && streq(comma + 1, "hw");
+        } else if (streq(name, "pwrx")) {
+                const char *c = strchr(arg, ':') + 2;
+                p.type = ppt_pwrx;
+                p.payload.pwrx.interrupt = !!startswith(arg, "int");
+                p.payload.pwrx.store = !!startswith(arg, "st");
+                p.payload.pwrx.autonomous = !!startswith(arg, "hw");
+                p.payload.pwrx.last = c_state(c);
+                p.payload.pwrx.deepest = c_state(strchr(c, ',') + 2);
+        } else if (streq(name, "exstop")) {
+                p.type = ppt_exstop;
+                p.payload.exstop.ip = streq(arg, "ip");
+        } else
+                test_fail("unknown packet '%s'", name);
         tb_packet(t, &p);
 }
 
-static void mode_tsx(TraceBuilder *t, bool intx, bool abrt) {
-        struct pt_packet p = { .type = ppt_mode };
-        p.payload.mode.leaf = pt_mol_tsx;
-        p.payload.mode.bits.tsx.intx = intx;
-        p.payload.mode.bits.tsx.abrt = abrt;
-        tb_packet(t, &p);
-}
+static void packets(TraceBuilder *t, const char *spec) {
+        _cleanup_free_ char *copy = strdup(spec);
+        char *save = NULL;
 
-/* An IP packet with a full 48-bit IP (libipt's "3: ip"). */
-static void ip(TraceBuilder *t, enum pt_packet_type type, uint64_t a) {
-        tb_ip(t, type, a);
-}
+        ASSERT_NOT_NULL(copy);
+        for (char *w = strtok_r(copy, " ", &save); w; w = strtok_r(NULL, " ", &save)) {
+                char *open = strchr(w, '('), *arg = (char *) "";
 
-/* TIP.PGD with the IP suppressed ("0: ip"). */
-static void pgd(TraceBuilder *t) {
-        tb_ip(t, ppt_tip_pgd, 0);
-}
-
-static void pip(TraceBuilder *t, uint64_t cr3, bool nr) {
-        struct pt_packet p = { .type = ppt_pip };
-        p.payload.pip.cr3 = cr3;
-        p.payload.pip.nr = nr;
-        tb_packet(t, &p);
-}
-
-static void vmcs(TraceBuilder *t, uint64_t base) {
-        struct pt_packet p = { .type = ppt_vmcs };
-        p.payload.vmcs.base = base;
-        tb_packet(t, &p);
-}
-
-static void mnt(TraceBuilder *t, uint64_t payload) {
-        struct pt_packet p = { .type = ppt_mnt };
-        p.payload.mnt.payload = payload;
-        tb_packet(t, &p);
-}
-
-static void cbr(TraceBuilder *t, uint8_t ratio) {
-        struct pt_packet p = { .type = ppt_cbr };
-        p.payload.cbr.ratio = ratio;
-        tb_packet(t, &p);
-}
-
-static void mwait(TraceBuilder *t, uint32_t hints, uint32_t ext) {
-        struct pt_packet p = { .type = ppt_mwait };
-        p.payload.mwait.hints = hints;
-        p.payload.mwait.ext = ext;
-        tb_packet(t, &p);
-}
-
-static void pwre(TraceBuilder *t, uint8_t state, uint8_t sub, bool hw) {
-        struct pt_packet p = { .type = ppt_pwre };
-        p.payload.pwre.state = state;
-        p.payload.pwre.sub_state = sub;
-        p.payload.pwre.hw = hw;
-        tb_packet(t, &p);
-}
-
-static void pwrx(TraceBuilder *t, uint8_t last, uint8_t deepest, bool interrupt) {
-        struct pt_packet p = { .type = ppt_pwrx };
-        p.payload.pwrx.last = last;
-        p.payload.pwrx.deepest = deepest;
-        p.payload.pwrx.interrupt = interrupt;
-        p.payload.pwrx.autonomous = !interrupt;
-        tb_packet(t, &p);
-}
-
-static void exstop(TraceBuilder *t, bool with_ip) {
-        struct pt_packet p = { .type = ppt_exstop };
-        p.payload.exstop.ip = with_ip;
-        tb_packet(t, &p);
-}
-
-static void psb(TraceBuilder *t) {
-        tb_simple(t, ppt_psb);
-}
-
-static void psbend(TraceBuilder *t) {
-        tb_simple(t, ppt_psbend);
-}
-
-static void ovf(TraceBuilder *t) {
-        tb_simple(t, ppt_ovf);
+                if (open) {
+                        *open = 0;
+                        arg = open + 1;
+                        ASSERT_NOT_NULL(strchr(arg, ')'));
+                        *strchr(arg, ')') = 0;
+                }
+                packet(t, w, arg);
+        }
 }
 
 typedef struct Case {
         const char *name;
-        void (*build)(TraceBuilder *t);
+        const char *packets;  /* see packets() */
         const char *expected; /* --format=branches --events --fields=from,to,kind */
         uint64_t insns;
-        const char *cpu; /* family/model/stepping, for errata; NULL: unknown */
-        const char *filter; /* address filters (the kernel's grammar), or NULL */
-        const uint8_t *code; /* another program than code[] at 0x1000 ... */
+        const char *cpu;      /* family/model/stepping, for errata; NULL: unknown */
+        const char *filter;   /* address filters (the kernel's grammar), or NULL */
+        const uint8_t *code;  /* another program than code[] at 0x1000 ... */
         size_t code_size;
 } Case;
 
-/* Overflows (libipt: ovf*, psb-ovf-*, mwait-pwre-exstop_ip-*ovf) */
+/* PSB+ with tracing on at IP, in 64-bit mode. */
+#define PSB_ON(ip) "psb mode.exec(64) fup(" ip ") psbend "
 
-/* Tracing off throughout; the overflow is the trace's last packet. */
-static void build_ovf_off_eos(TraceBuilder *t) {
-        psb(t);
-        psbend(t);
-        ovf(t);
-}
-
-/* Tracing stays on: the flow resumes at the FUP after the OVF. */
-static void build_ovf_fup(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L0);
-        psbend(t);
-        ovf(t);
-        ip(t, ppt_fup, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* Tracing was off after the overflow: it resumes with TIP.PGE, and its
- * MODE.Exec changes the mode (32-bit before). */
-static void build_ovf_tip_pge(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_32bit);
-        ip(t, ppt_fup, L0);
-        psbend(t);
-        ovf(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* An overflow during PSB+, tracing on. */
-static void build_psb_ovf_fup(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L0);
-        ovf(t);
-        ip(t, ppt_fup, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* An overflow during PSB+, tracing off after it. */
-static void build_psb_ovf_tip_pge(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_32bit);
-        ip(t, ppt_fup, L0);
-        ovf(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* Timing packets between OVF and FUP: the CBR comes first. */
-static void build_ovf_timing_fup(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L0);
-        psbend(t);
-        ovf(t);
-        tb_tsc(t, 0xa00);
-        cbr(t, 0xf);
-        ip(t, ppt_fup, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* A maintenance packet between OVF and FUP. */
-static void build_ovf_mnt_fup(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L0);
-        psbend(t);
-        ovf(t);
-        mnt(t, 0xa000);
-        ip(t, ppt_fup, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* An overflow that ends inside a power-event session. */
-static void build_ovf_pwre_pwrx_tip_pge(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        psbend(t);
-        ovf(t);
-        pwre(t, 0, 0xf, true);
-        pwrx(t, 0, 0, true);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* MWAIT, PWRE, EXSTOP without their FUP, then an overflow: libipt drops
- * the incomplete MWAIT and EXSTOP; the trace ends there. */
-static void build_mwait_ovf(TraceBuilder *t) {
-        psb(t);
-        psbend(t);
-        mwait(t, 7, 0);
-        pwre(t, 0, 0xf, true);
-        exstop(t, true);
-        ovf(t);
-}
-
-/* ... and with their FUP: none is lost. */
-static void build_mwait_fup_ovf(TraceBuilder *t) {
-        psb(t);
-        psbend(t);
-        mwait(t, 5, 0);
-        pwre(t, 0, 0xf, true);
-        exstop(t, true);
-        ip(t, ppt_fup, L1);
-        ovf(t);
-}
-
-/* An overflow inside a transaction whose FUP was dropped (erratum
- * SKD010, CPU 6/78): the flow resumes at the FUP after MODE.TSX. */
-static void build_ovf_tsx_skd010(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        psbend(t);
-        ovf(t);
-        mode_tsx(t, true, false);
-        ip(t, ppt_fup, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* An overflow while tracing is on, the trace ending right after it. */
-static void build_ovf_on_eos(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L1);
-        psbend(t);
-        ovf(t);
-}
-
-/* APL11: an OVF followed by a TIP.PGD; the workaround needs the CPU's
- * errata, here for a CPU newer than libipt 2.0.5's table (6/170). */
-static void build_apl11(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L0);
-        psbend(t);
-        ovf(t);
-        ip(t, ppt_tip_pgd, L1);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
+/* Overflows (libipt: ovf*, psb-ovf-*, mwait-pwre-exstop_ip-*ovf,
+ * skd010-mode_tsx-fup, apl11). */
 static const Case overflow_cases[] = {
-        { "ovf (tracing off, end of trace)", build_ovf_off_eos, "psb 0x0\n0x0 0x0 ovf\n", 0 },
-        { "ovf-fup (tracing on)", build_ovf_fup, "psb 0x0\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
-        { "ovf-tip_pge (tracing off, then on)", build_ovf_tip_pge,
+        /* Tracing off throughout; the overflow is the trace's last packet. */
+        { "ovf (tracing off, end of trace)", "psb psbend ovf", "psb 0x0\n0x0 0x0 ovf\n", 0 },
+        /* Tracing stays on: the flow resumes at the FUP after the OVF. */
+        { "ovf-fup (tracing on)", PSB_ON("0x1000") "ovf fup(0x1001) fup(0x1002) tip.pgd()",
+          "psb 0x0\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
+        /* Tracing was off after the overflow: it resumes with TIP.PGE,
+         * whose MODE.Exec changes the mode (32-bit before). */
+        { "ovf-tip_pge (tracing off, then on)",
+          "psb mode.exec(32) fup(0x1000) psbend ovf mode.exec(64) tip.pge(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\nexec_mode 64-bit ip=0x1001\n0x1002 0x0 tr_end\n", 1 },
-        { "psb-ovf-fup (during PSB+, tracing on)", build_psb_ovf_fup, "psb 0x0\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
-        { "psb-ovf-tip_pge (during PSB+, before TIP.PGE)", build_psb_ovf_tip_pge,
+        { "psb-ovf-fup (during PSB+, tracing on)",
+          "psb mode.exec(64) fup(0x1000) ovf fup(0x1001) fup(0x1002) tip.pgd()",
+          "psb 0x0\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
+        { "psb-ovf-tip_pge (during PSB+, before TIP.PGE)",
+          "psb mode.exec(32) fup(0x1000) ovf mode.exec(64) tip.pge(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\nexec_mode 64-bit ip=0x1001\n0x1002 0x0 tr_end\n", 1 },
-        { "ovf-timing-fup", build_ovf_timing_fup, "psb 0x0\ncbr 15\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
-        { "ovf-mnt-fup", build_ovf_mnt_fup, "psb 0x0\nmnt 0xa000\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
-        { "ovf-pwre-pwrx-tip_pge (in PWRE)", build_ovf_pwre_pwrx_tip_pge,
+        /* Timing packets between OVF and FUP: the CBR comes first. */
+        { "ovf-timing-fup", PSB_ON("0x1000") "ovf tsc(0xa00) cbr(15) fup(0x1001) fup(0x1002) tip.pgd()",
+          "psb 0x0\ncbr 15\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
+        { "ovf-mnt-fup", PSB_ON("0x1000") "ovf pad mnt(0xa000) fup(0x1001) fup(0x1002) tip.pgd()",
+          "psb 0x0\nmnt 0xa000\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
+        /* An overflow that ends inside a power-event session. */
+        { "ovf-pwre-pwrx-tip_pge (in PWRE)",
+          "psb mode.exec(64) psbend ovf pwre(c1.0,hw) pwrx(int:c1,c1) tip.pge(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x0 ovf\npwre c1.0 hw\npwrx last=c1 deepest=c1 int\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1 },
-        { "mwait-pwre-exstop_ip-ovf (in MWAIT, end of trace)", build_mwait_ovf, "psb 0x0\npwre c1.0 hw\n0x0 0x0 ovf\n",
-          0 },
-        { "mwait-pwre-exstop_ip-fup-ovf", build_mwait_fup_ovf,
+        /* MWAIT, PWRE, EXSTOP without their FUP, then an overflow: libipt
+         * drops the incomplete MWAIT and EXSTOP; the trace ends there. */
+        { "mwait-pwre-exstop_ip-ovf (in MWAIT, end of trace)", "psb psbend mwait(7,0) pwre(c1.0,hw) exstop(ip) ovf",
+          "psb 0x0\npwre c1.0 hw\n0x0 0x0 ovf\n", 0 },
+        /* ... and with their FUP: none is lost. */
+        { "mwait-pwre-exstop_ip-fup-ovf", "psb psbend mwait(5,0) pwre(c1.0,hw) exstop(ip) fup(0x1001) ovf",
           "psb 0x0\nmwait hints=0x5 ext=0x0 ip=0x1001\npwre c1.0 hw\nexstop ip=0x1001\n0x0 0x0 ovf\n", 0 },
-        { "skd010-mode_tsx-fup (in TSX)", build_ovf_tsx_skd010,
+        /* An overflow inside a transaction whose FUP was dropped (SKD010,
+         * CPU 6/78): the flow resumes at the FUP after MODE.TSX. */
+        { "skd010-mode_tsx-fup (in TSX)", "psb mode.exec(64) psbend ovf mode.tsx(begin) fup(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x1001 ovf\ntsx_begin ip=0x1001\n0x1002 0x0 tr_end\n", 1, "6/78/0" },
-        { "ovf, tracing on, end of trace", build_ovf_on_eos, "psb 0x0\n0x0 0x0 ovf\n", 0 },
-        { "apl11 on 6/170", build_apl11, "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1,
-          "6/170/0" },
-        { "apl11 on 18/1", build_apl11, "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1,
-          "18/1/0" },
+        { "ovf, tracing on, end of trace", PSB_ON("0x1001") "ovf", "psb 0x0\n0x0 0x0 ovf\n", 0 },
+        /* APL11: an OVF followed by a TIP.PGD; the workaround needs the
+         * CPU's errata, here for CPUs newer than libipt 2.0.5's table. */
+        { "apl11 on 6/170", PSB_ON("0x1000") "ovf tip.pgd(0x1001) mode.exec(64) tip.pge(0x1001) fup(0x1002) tip.pgd()",
+          "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1, "6/170/0" },
+        { "apl11 on 18/1", PSB_ON("0x1000") "ovf tip.pgd(0x1001) mode.exec(64) tip.pge(0x1001) fup(0x1002) tip.pgd()",
+          "psb 0x0\n0x0 0x0 ovf\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1, "18/1/0" },
 };
+
+/* PIP and VMCS bind to an interrupt in flight (asynchronous). */
+#define FUP_PIP_VMCS_TIP PSB_ON("0x1001") "fup(0x1002) pip(0xcdcdc0,nr) vmcs(0xcdcdc000) tip(0x1007) fup(0x1008) tip.pgd()"
 
 /* Events ptctl had no kind for, and power states (libipt: mode_exec-tip,
  * pip_mov_cr3-pip_mov_cr3, fup-pip-vmcs-tip, psb-mnt-psbend,
  * pwre-exstop_ip-pwrx). */
-
-/* Tracing enabled in another mode than PSB+ said: the mode changes. */
-static void build_mode_change(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        psbend(t);
-        mode_exec(t, ptem_32bit);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* ... and in the same mode: no change, no event (ptxed would print one). */
-static void build_mode_same(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        psbend(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* PSB+ with tracing off has no MODE.Exec on hardware: the first trace
- * start tells the mode, which is no change. */
-static void build_mode_first(TraceBuilder *t) {
-        psb(t);
-        tb_tsc(t, 0x1000);
-        psbend(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_tip_pge, L1);
-        ip(t, ppt_fup, L2);
-        pgd(t);
-}
-
-/* A PIP binds to the next MOV CR3 (synchronous paging). */
-static void build_pip_mov_cr3(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L4);
-        psbend(t);
-        pip(t, 0xa000, false);
-        ip(t, ppt_fup, L5);
-        pgd(t);
-}
-
-/* PIP and VMCS bind to an interrupt in flight (asynchronous). */
-static void build_fup_pip_vmcs_tip(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L1);
-        psbend(t);
-        ip(t, ppt_fup, L2);
-        pip(t, 0xcdcdc0, true);
-        vmcs(t, 0xcdcdc000);
-        ip(t, ppt_tip, L5);
-        ip(t, ppt_fup, L6);
-        pgd(t);
-}
-
-/* PIP and VMCS in PSB+ are status updates, not events (as in ptxed);
- * an MNT in PSB+ is reported. */
-static void build_psb_pip_vmcs_mnt(TraceBuilder *t) {
-        psb(t);
-        pip(t, 0xb000, false);
-        vmcs(t, 0xc000);
-        mnt(t, 0xa000);
-        mode_exec(t, ptem_64bit);
-        psbend(t);
-}
-
-/* PWRE C1.0, EXSTOP, PWRX "C1 (C0)": the SDM's and ptxed's names. */
-static void build_pwre_exstop_pwrx(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L1);
-        psbend(t);
-        pwre(t, 0, 0xf, true);
-        exstop(t, true);
-        ip(t, ppt_fup, L2);
-        pwrx(t, 0, 0xf, false);
-        ip(t, ppt_fup, L3);
-        pgd(t);
-}
-
-/* MWAIT hints 0x21 (C3, sub-state 1) and a wake from there by an
- * interrupt, deepest C3. */
-static void build_mwait_c3(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L1);
-        psbend(t);
-        mwait(t, 0x21, 1);
-        pwre(t, 2, 1, false);
-        exstop(t, true);
-        ip(t, ppt_fup, L2);
-        pwrx(t, 2, 2, true);
-        ip(t, ppt_fup, L3);
-        pgd(t);
-}
-
 static const Case event_cases[] = {
-        { "exec mode change at a trace start", build_mode_change,
+        /* Tracing enabled in another mode than PSB+ said: a change. */
+        { "exec mode change at a trace start", "psb mode.exec(64) psbend mode.exec(32) tip.pge(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x1001 tr_start\nexec_mode 32-bit ip=0x1001\n0x1002 0x0 tr_end\n", 1 },
-        { "exec mode unchanged at a trace start", build_mode_same,
+        /* ... in the same mode: no change, no event (ptxed prints one). */
+        { "exec mode unchanged at a trace start",
+          "psb mode.exec(64) psbend mode.exec(64) tip.pge(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1 },
-        { "exec mode first known at a trace start", build_mode_first,
+        /* PSB+ with tracing off has no MODE.Exec on hardware: the first
+         * trace start tells the mode, which is no change. */
+        { "exec mode first known at a trace start", "psb tsc(0x1000) psbend mode.exec(64) tip.pge(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\n0x0 0x1001 tr_start\n0x1002 0x0 tr_end\n", 1 },
-        { "pip_mov_cr3", build_pip_mov_cr3, "psb 0x0\npaging cr3=0xa000\n0x1007 0x0 tr_end\n", 1 },
-        { "fup-pip-vmcs-tip", build_fup_pip_vmcs_tip,
+        /* A PIP binds to the next MOV CR3 (synchronous paging). */
+        { "pip_mov_cr3", PSB_ON("0x1004") "pip(0xa000) fup(0x1007) tip.pgd()",
+          "psb 0x0\npaging cr3=0xa000\n0x1007 0x0 tr_end\n", 1 },
+        { "fup-pip-vmcs-tip", FUP_PIP_VMCS_TIP,
           "psb 0x0\n0x1002 0x1007 int\nvmcs base=0xcdcdc000 ip=0x1007\npaging cr3=0xcdcdc0 nr ip=0x1007\n"
           "0x1008 0x0 tr_end\n",
           2 },
-        { "psb-pip-vmcs-mnt-psbend", build_psb_pip_vmcs_mnt, "psb 0x0\nmnt 0xa000\n", 0 },
-        { "pwre-exstop_ip-pwrx", build_pwre_exstop_pwrx,
+        /* PIP and VMCS in PSB+ are status updates, not events (as in
+         * ptxed); an MNT in PSB+ is reported. */
+        { "psb-pip-vmcs-mnt-psbend", "psb pip(0xb000) vmcs(0xc000) mnt(0xa000) mode.exec(64) psbend",
+          "psb 0x0\nmnt 0xa000\n", 0 },
+        /* PWRE C1.0, EXSTOP, PWRX "C1 (C0)": the SDM's and ptxed's names. */
+        { "pwre-exstop_ip-pwrx", PSB_ON("0x1001") "pwre(c1.0,hw) exstop(ip) fup(0x1002) pwrx(hw:c1,c0) fup(0x1003) tip.pgd()",
           "psb 0x0\npwre c1.0 hw\nexstop ip=0x1002\npwrx last=c1 deepest=c0 autonomous\n0x1003 0x0 tr_end\n", 2 },
-        { "mwait-pwre-exstop_ip-pwrx C3", build_mwait_c3,
+        /* MWAIT hints 0x21 and a wake from there by an interrupt. */
+        { "mwait-pwre-exstop_ip-pwrx C3",
+          PSB_ON("0x1001") "mwait(0x21,1) pwre(c3.2) exstop(ip) fup(0x1002) pwrx(int:c3,c3) fup(0x1003) tip.pgd()",
           "psb 0x0\nmwait hints=0x21 ext=0x1 ip=0x1002\npwre c3.2\nexstop ip=0x1002\npwrx last=c3 deepest=c3 "
           "int\n0x1003 0x0 tr_end\n",
           2 },
@@ -465,19 +246,11 @@ static const uint8_t skl014_code[0x101] = {
         [5 ... 0x100] = 0xf4,         /* hlt */
 };
 
-static void build_skl014_jmp(TraceBuilder *t) {
-        psb(t);
-        mode_exec(t, ptem_64bit);
-        ip(t, ppt_fup, L0);
-        psbend(t);
-        pgd(t);
-}
-
 static const Case filter_cases[] = {
-        { "skl014-jmp with the filter range", build_skl014_jmp, "psb 0x0\n0x1000 0x0 tr_end\n", 1, "6/78/3",
-          "filter 0x1000/0x100", skl014_code, sizeof(skl014_code) },
-        { "skl014-jmp, a TraceStop range elsewhere", build_skl014_jmp, "psb 0x0\n0x1000 0x0 tr_end\n", 1,
-          "6/78/3", "filter 0x1000/0x100, stop 0x2000/0x10", skl014_code, sizeof(skl014_code) },
+        { "skl014-jmp with the filter range", PSB_ON("0x1000") "tip.pgd()", "psb 0x0\n0x1000 0x0 tr_end\n", 1,
+          "6/78/3", "filter 0x1000/0x100", skl014_code, sizeof(skl014_code) },
+        { "skl014-jmp, a TraceStop range elsewhere", PSB_ON("0x1000") "tip.pgd()", "psb 0x0\n0x1000 0x0 tr_end\n",
+          1, "6/78/3", "filter 0x1000/0x100, stop 0x2000/0x10", skl014_code, sizeof(skl014_code) },
 };
 
 static const char *find_mismatch(const char *a, const char *b) {
@@ -506,7 +279,7 @@ static bool run_case(const Case *c) {
         FILE *f;
 
         tb_init(&t, 4096);
-        c->build(&t);
+        packets(&t, c->packets);
         ASSERT_OK(decode_input_new("test", &in));
         if (c->cpu)
                 ASSERT_OK(decode_parse_cpu_model(c->cpu, &in->cpu_model));
@@ -585,9 +358,8 @@ static void test_formats(void) {
         TraceBuilder t;
 
         tb_init(&t, 4096);
-        build_fup_pip_vmcs_tip(&t);
         /* ... and an MNT after it, with tracing off. */
-        mnt(&t, 0xa000);
+        packets(&t, FUP_PIP_VMCS_TIP " mnt(0xa000)");
         for (size_t i = 0; i < ELEMENTSOF(formats); i++) {
                 _cleanup_(decode_input_freep) DecodeInput *in = NULL;
                 _cleanup_free_ char *out = NULL;

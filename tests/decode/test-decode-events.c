@@ -169,6 +169,16 @@ static const Case overflow_cases[] = {
           "psb 0x0\ncbr 15\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
         { "ovf-mnt-fup", PSB_ON("0x1000") "ovf pad mnt(0xa000) fup(0x1001) fup(0x1002) tip.pgd()",
           "psb 0x0\nmnt 0xa000\n0x0 0x1001 ovf\n0x1002 0x0 tr_end\n", 1 },
+        /* ... before TIP.PGE: the overflow comes first. */
+        { "ovf-timing-tip_pge",
+          "psb mode.exec(32) fup(0x1000) psbend ovf tsc(0xa00) cbr(15) pad mode.exec(64) tip.pge(0x1001) fup(0x1002) "
+          "tip.pgd()",
+          "psb 0x0\n0x0 0x0 ovf\ncbr 15\n0x0 0x1001 tr_start\nexec_mode 64-bit ip=0x1001\n0x1002 0x0 tr_end\n", 1 },
+        { "ovf-mnt-tip_pge",
+          "psb mode.exec(32) fup(0x1000) psbend ovf mnt(0xa000) pad mode.exec(64) tip.pge(0x1001) fup(0x1002) "
+          "tip.pgd()",
+          "psb 0x0\n0x0 0x0 ovf\nmnt 0xa000\n0x0 0x1001 tr_start\nexec_mode 64-bit ip=0x1001\n0x1002 0x0 tr_end\n",
+          1 },
         /* An overflow that ends inside a power-event session. */
         { "ovf-pwre-pwrx-tip_pge (in PWRE)",
           "psb mode.exec(64) psbend ovf pwre(c1.0,hw) pwrx(int:c1,c1) tip.pge(0x1001) fup(0x1002) tip.pgd()",

@@ -11,7 +11,9 @@
 #include <intel-pt.h>
 #include <stdarg.h>
 
+#include "client/decode/addr-filters.h"
 #include "client/decode/decode.h"
+#include "client/decode/errata.h"
 #include "client/decode/summary.h"
 #include "common/basic/string-util.h"
 #include "common/basic/strv.h"
@@ -65,9 +67,17 @@ static void libipt_config(Decoder *d, struct pt_config *cfg) {
                 cfg->cpu.family = in->cpu_model.family;
                 cfg->cpu.model = in->cpu_model.model;
                 cfg->cpu.stepping = in->cpu_model.stepping;
-                if (pt_cpu_errata(&cfg->errata, &cfg->cpu) < 0)
+                /* libipt's errata, or our table's for CPUs newer than
+                 * libipt (client/decode/errata.h). */
+                if (decode_errata_for_cpu(&cfg->cpu, &cfg->errata) < 0)
                         (void) add_warning(d, "no errata known for CPU %u/%u/%u", in->cpu_model.family,
                                            in->cpu_model.model, in->cpu_model.stepping);
+        }
+        /* The IP filter ranges, for the SKL014 workaround. */
+        {
+                _cleanup_free_ char *note = NULL;
+                if (decode_addr_filters_config(in, d->ctx, &cfg->addr_filter, &note) == -ENXIO)
+                        (void) add_warning(d, "%s", note);
         }
         cfg->mtc_freq = in->mtc_freq;
         cfg->nom_freq = in->nom_freq;

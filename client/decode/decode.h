@@ -10,11 +10,13 @@
  *   0  basics       util.h (containers, fast writers), pool.h (worker
  *                   threads, results in job order), insn.h (Zydis),
  *                   options.h (what the caller asks), clock.h (TSC and
- *                   perf time)
+ *                   perf time), errata.h (which errata libipt works
+ *                   around, for CPUs newer than libipt too)
  *   1  input        input/: DecodeInput from raw options, bundles, perf.data
  *   2  trace facts  context.h (side-band: threads on CPUs, address spaces
  *                   over time), index.h (PSB index per CPU -> the segment
- *                   plan), starts.h (trace starts and their time bounds)
+ *                   plan), starts.h (trace starts and their time bounds),
+ *                   addr-filters.h (the IP filter ranges for libipt)
  *   3  code         image/ (images, sections, address-space views, text
  *                   pokes, per-worker libipt images), symbols.h
  *   4  workers      worker/: one libipt block decoder per segment

@@ -63,6 +63,7 @@ static void help(void) {
                "     --sample-type=HEX    sample_type of the side-band records (default 0x10086)\n"
                "     --kallsyms=FILE      kernel symbols\n"
                "     --cpu-model=F/M/S    CPU family/model/stepping (errata)\n"
+               "     --filter='filter|stop ADDR/SIZE[@FILE]'  the trace's IP filter ranges; repeatable\n"
                "     --mtc-freq=N --nom-freq=N --cpuid-15=EAX,EBX\n"
                "     --tsc-conversion=SHIFT,MULT,ZERO  perf time = ZERO + TSC * MULT >> SHIFT\n"
                "\n"
@@ -94,6 +95,7 @@ enum {
         ARG_SAMPLE_TYPE,
         ARG_KALLSYMS,
         ARG_CPU_MODEL,
+        ARG_ADDR_FILTER,
         ARG_MTC_FREQ,
         ARG_NOM_FREQ,
         ARG_CPUID_15,
@@ -220,6 +222,7 @@ static const struct option options[] = {
         { "sample-type", required_argument, NULL, ARG_SAMPLE_TYPE },
         { "kallsyms", required_argument, NULL, ARG_KALLSYMS },
         { "cpu-model", required_argument, NULL, ARG_CPU_MODEL },
+        { "filter", required_argument, NULL, ARG_ADDR_FILTER },
         { "mtc-freq", required_argument, NULL, ARG_MTC_FREQ },
         { "nom-freq", required_argument, NULL, ARG_NOM_FREQ },
         { "cpuid-15", required_argument, NULL, ARG_CPUID_15 },
@@ -426,6 +429,10 @@ static int run(int argc, char **argv) {
                                 return PTCTL_EXIT_USAGE;
                         }
                         break;
+                case ARG_ADDR_FILTER:
+                        if (strv_push(&raw.filters, optarg) < 0)
+                                return log_oom(), PTCTL_EXIT_FAILURE;
+                        break;
                 case ARG_MTC_FREQ:
                         if (parse_u8(optarg, &raw.mtc_freq) < 0 || raw.mtc_freq > 15) {
                                 log_error("invalid --mtc-freq '%s': 0..15", optarg);
@@ -465,7 +472,7 @@ static int run(int argc, char **argv) {
                         return PTCTL_EXIT_USAGE;
                 }
                 if (raw.n_pt > 0 || raw.images || raw.raw_images || raw.sidebands || raw.kallsyms ||
-                    raw.has_tsc_conversion || raw.cpu_model.known) {
+                    raw.has_tsc_conversion || raw.cpu_model.known || raw.filters) {
                         log_error("raw-mode options (--pt, --image, --sideband...) do not go with a bundle");
                         return PTCTL_EXIT_USAGE;
                 }

@@ -185,6 +185,7 @@ static int parse_pmu_tsc(Parse *p, JsonObject *root, BundleManifest *m) {
                 TRY(get_str(p, o, "pmu", "name", false, &m->pmu.name));
                 TRY(get_u32(p, o, "pmu", "type", false, &m->pmu.type));
                 TRY(get_str(p, o, "pmu", "config_text", false, &m->pmu.config_text));
+                TRY(get_str(p, o, "pmu", "addr_filter", false, &m->pmu.addr_filter));
                 TRY(get_array(p, o, "pmu", "config", false, ELEMENTSOF(m->pmu.config), &a, &n));
                 for (size_t i = 0; i < n; i++) {
                         JsonObject *v = json_object_array_get_idx(a, i);

@@ -87,6 +87,7 @@ static int serialize_pmu_tsc(JsonObject *root, const BundleManifest *m) {
         TRY(add_str(pmu, "name", m->pmu.name));
         TRY(json_add_uint64(pmu, "type", m->pmu.type));
         TRY(add_str(pmu, "config_text", m->pmu.config_text));
+        TRY(add_str(pmu, "addr_filter", m->pmu.addr_filter));
         for (size_t i = 0; i < ELEMENTSOF(m->pmu.config); i++) {
                 char buf[2 + 16 + 1];
                 snprintf(buf, sizeof buf, "0x%" PRIx64, m->pmu.config[i]);

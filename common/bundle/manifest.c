@@ -150,6 +150,7 @@ BundleManifest *bundle_manifest_free(BundleManifest *m) {
         free(m->cpuid.vendor);
         free(m->pmu.name);
         free(m->pmu.config_text);
+        free(m->pmu.addr_filter);
         for (size_t i = 0; i < m->pmu.n_caps; i++) {
                 free(m->pmu.caps[i].name);
                 free(m->pmu.caps[i].value);

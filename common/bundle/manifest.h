@@ -92,6 +92,8 @@ typedef struct BundlePmu {
         char *name;        /* "intel_pt", or NULL */
         uint32_t type;     /* perf_event_attr.type */
         char *config_text; /* perf syntax: "intel_pt/tsc,mtc,cyc=0/u", or NULL */
+        char *addr_filter; /* the address filters as the kernel was given them
+                            * (PERF_EVENT_IOC_SET_FILTER), or NULL: none */
         uint64_t config[4]; /* attr.config, config1, config2, config3 */
         BundlePmuCap *caps;
         size_t n_caps;

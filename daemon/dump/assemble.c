@@ -38,6 +38,13 @@ static int fill_manifest(const DumpSources *src, DumpJob *j, TriggerRequest *fir
         if (!mf->pmu.name || !mf->pmu.config_text)
                 return -ENOMEM;
         memcpy(mf->pmu.config, src->event->config, sizeof mf->pmu.config);
+        /* The filters as the kernel has them: the decoder's libipt needs
+         * the ranges (client/decode/addr-filters.h). */
+        if (recorder_addr_filter(src->recorder)) {
+                mf->pmu.addr_filter = strdup(recorder_addr_filter(src->recorder));
+                if (!mf->pmu.addr_filter)
+                        return -ENOMEM;
+        }
         for (size_t i = 0; i < src->pmu->n_caps; i++) {
                 k = bundle_manifest_add_cap(mf, src->pmu->caps[i].name, src->pmu->caps[i].value);
                 if (k < 0)

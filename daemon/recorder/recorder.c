@@ -383,3 +383,7 @@ uint64_t recorder_mono_to_perf_time(Recorder *r, nsec_t mono) {
                 return 0;
         return perf_tsc_to_time(&c, __rdtsc()) - (now_nsec(CLOCK_MONOTONIC) - mono);
 }
+
+const char *recorder_addr_filter(const Recorder *r) {
+        return r->filter;
+}

@@ -175,6 +175,8 @@ typedef struct RecorderCpuInfo {
  * fields are filled either way, for the manifest). -ENODATA when no CPU
  * records, -EBUSY when the page never held still. */
 int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret);
+/* The address filters given to the kernel (RecorderOptions.filter), or NULL. */
+const char *recorder_addr_filter(const Recorder *r);
 
 size_t recorder_n_cpus(Recorder *r); /* slots, online or not */
 int recorder_cpu_info(Recorder *r, size_t i, RecorderCpuInfo *ret);

@@ -15,7 +15,9 @@ static const uint32_t mwait_hints[] = {0x00, 0x01, 0x20, 0x30};
 
 static int on_mwait(SynthCpu *c, const SynthStep *s) {
         uint32_t hints = mwait_hints[synth_rng_below(&c->rng, ELEMENTSOF(mwait_hints))];
-        uint8_t state = (uint8_t)(((hints >> 4) + 1) & 0xf), sub = hints & 0xf;
+        /* PWRE carries the hint's encoding as it is (0 is C1): SDM, PWRE
+         * packet; ptxed prints it plus one. */
+        uint8_t state = (uint8_t)((hints >> 4) & 0xf), sub = hints & 0xf;
         int r = 0;
 
         if (c->cfg.pkt.pwr_evt) {
@@ -141,6 +143,9 @@ static int do_step(SynthCpu *c) {
 
                 c->cr3 = cr3;
                 r = synth_pkt_pip(&c->pkt, cr3);
+                /* A PIP outside PSB+ is a paging event at the MOV CR3. */
+                if (r >= 0 && c->cfg.pkt.os)
+                        r = event(c, (SynthEvent){.kind = SYNTH_EVENT_PAGING, .a = cr3});
                 break;
         }
         case SYNTH_END_PTWRITE:

@@ -25,6 +25,7 @@ static const char *const event_names[_SYNTH_EVENT_KIND_MAX] = {
         [SYNTH_EVENT_TSX_COMMIT] = "tsx_commit",
         [SYNTH_EVENT_TSX_ABORT] = "tsx_abort",
         [SYNTH_EVENT_PSB] = "psb",
+        [SYNTH_EVENT_PAGING] = "paging",
 };
 
 const char *synth_truth_kind_to_string(SynthTruthKind k) {
@@ -40,6 +41,10 @@ int synth_truth_kind_from_string(const char *s) {
 
 const char *synth_event_kind_to_string(SynthEventKind k) {
         return k < _SYNTH_EVENT_KIND_MAX ? event_names[k] : NULL;
+}
+
+static unsigned c_state(uint64_t v) {
+        return (unsigned)((v + 1) & 0xf);
 }
 
 int synth_event_payload(const SynthEvent *e, uint64_t window_start, char *buf, size_t size) {
@@ -60,10 +65,12 @@ int synth_event_payload(const SynthEvent *e, uint64_t window_start, char *buf, s
                              e->ip);
                 break;
         case SYNTH_EVENT_PWRE:
-                n = snprintf(buf, size, "c%" PRIu64 ".%" PRIu64 "%s", e->a, e->b, e->c ? " hw" : "");
+                /* Packet values are in MWAIT's hint encoding (0 is C1,
+                 * 0xf is C0); the names are ptxed's: value + 1. */
+                n = snprintf(buf, size, "c%u.%u%s", c_state(e->a), c_state(e->b), e->c ? " hw" : "");
                 break;
         case SYNTH_EVENT_PWRX:
-                n = snprintf(buf, size, "last=c%" PRIu64 " deepest=c%" PRIu64 "%s%s%s", e->a, e->b,
+                n = snprintf(buf, size, "last=c%u deepest=c%u%s%s%s", c_state(e->a), c_state(e->b),
                              e->c & 1 ? " int" : "", e->c & 2 ? " store" : "",
                              e->c & 4 ? " autonomous" : "");
                 break;
@@ -80,6 +87,9 @@ int synth_event_payload(const SynthEvent *e, uint64_t window_start, char *buf, s
                 break;
         case SYNTH_EVENT_PSB:
                 n = snprintf(buf, size, "0x%" PRIx64, e->a - window_start);
+                break;
+        case SYNTH_EVENT_PAGING:
+                n = snprintf(buf, size, "cr3=0x%" PRIx64, e->a);
                 break;
         default:
                 return -EINVAL;

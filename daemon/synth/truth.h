@@ -55,6 +55,7 @@ typedef enum SynthEventKind {
         SYNTH_EVENT_TSX_COMMIT,
         SYNTH_EVENT_TSX_ABORT,
         SYNTH_EVENT_PSB,
+        SYNTH_EVENT_PAGING,
         _SYNTH_EVENT_KIND_MAX,
 } SynthEventKind;
 
@@ -70,7 +71,8 @@ typedef struct SynthEvent {
          * PWRX: a = last, b = deepest, c = wake reasons (1 int, 2 store, 4 autonomous)
          * EXSTOP: has_ip/ip
          * TSX_*: ip
-         * PSB: a = stream offset (made window-relative on output) */
+         * PSB: a = stream offset (made window-relative on output)
+         * PAGING: a = CR3 of a PIP outside PSB+ */
         uint64_t a, b, c;
         bool has_ip;
         uint64_t ip;

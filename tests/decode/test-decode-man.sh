@@ -21,7 +21,8 @@ done
 for word in calls branches insn perfetto folded json summary \
             time cpu pid tid comm from to kind sym dso srcline ipc \
             call icall ret jcc jmp ijmp syscall sysret int fault iret tr_start tr_end ovf \
-            ptw cbr mwait pwre pwrx exstop tsx_begin tsx_commit tsx_abort psb stop; do
+            ptw cbr mwait pwre pwrx exstop tsx_begin tsx_commit tsx_abort psb stop \
+            exec_mode paging vmcs mnt; do
         if ! grep -q -- "\*$word\*" "$page"; then
                 echo "ptctl(1) does not document decode's $word" >&2
                 missing=1

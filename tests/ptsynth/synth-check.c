@@ -333,7 +333,9 @@ static int on_event(Decoder *d, const struct pt_event *ev) {
                         r = resolve(d, ev->variant.async_paging.ip);
                 return r;
         case ptev_paging:
-                return 0;
+                if (ev->status_update)
+                        return 0; /* PIP in PSB+ */
+                return add_event(d, (SynthEvent){.kind = SYNTH_EVENT_PAGING, .a = ev->variant.paging.cr3});
         case ptev_tsx:
                 if (!ev->ip_suppressed)
                         r = resolve(d, ev->variant.tsx.ip);

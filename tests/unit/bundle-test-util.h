@@ -79,6 +79,7 @@ static inline BundleManifest *make_test_manifest(size_t n_cpus, uint64_t cpu_byt
         m->pmu.name = strdup("intel_pt");
         m->pmu.type = 8;
         m->pmu.config_text = strdup("intel_pt/tsc,mtc,mtc_period=3,cyc=0/u");
+        m->pmu.addr_filter = strdup("filter 0x1040/0x200@/usr/bin/app");
         m->pmu.config[0] = 0x2001 | (3ULL << 14);
         m->pmu.config[2] = 0xdeadbeefcafef00dULL;
         ASSERT_OK(bundle_manifest_add_cap(m, "mtc_periods", "249"));

@@ -134,6 +134,7 @@ static void check_round_trip(const Written *wr, const char *path, bool compresse
         ASSERT_STREQ(m->trigger.reason, "latency spike in \"checkout\"");
         ASSERT_EQ_U64(m->tsc.conversion.time_zero, 0xfffffff012345678ULL);
         ASSERT_EQ_U64(m->pmu.config[2], 0xdeadbeefcafef00dULL);
+        ASSERT_STREQ(m->pmu.addr_filter, "filter 0x1040/0x200@/usr/bin/app");
         ASSERT_TRUE(m->window.valid);
         ASSERT_EQ(m->window.start_time, 500001);
         ASSERT_EQ(m->window.end_time, 899999);

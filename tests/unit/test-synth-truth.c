@@ -93,12 +93,17 @@ static void test_payloads(void) {
         ASSERT_STREQ(buf, "0x12");
         ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_CBR, .a = 28}, 0, buf, sizeof buf));
         ASSERT_STREQ(buf, "28");
-        ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_PWRE, .a = 3, .b = 0}, 0, buf,
+        /* Packet values are MWAIT's hint encoding; names are ptxed's:
+         * value + 1, so 2/0xf is C3.0 and 0xf alone C0. */
+        ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_PWRE, .a = 2, .b = 0xf}, 0, buf,
                                       sizeof buf));
         ASSERT_STREQ(buf, "c3.0");
-        ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_PWRX, .a = 3, .b = 3, .c = 1}, 0,
+        ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_PWRX, .a = 2, .b = 0xf, .c = 1}, 0,
                                       buf, sizeof buf));
-        ASSERT_STREQ(buf, "last=c3 deepest=c3 int");
+        ASSERT_STREQ(buf, "last=c3 deepest=c0 int");
+        ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_PAGING, .a = 0x1d6643000}, 0, buf,
+                                      sizeof buf));
+        ASSERT_STREQ(buf, "cr3=0x1d6643000");
         ASSERT_OK(synth_event_payload(&(SynthEvent){.kind = SYNTH_EVENT_PSB, .a = 5000}, 4096, buf,
                                       sizeof buf));
         ASSERT_STREQ(buf, "0x388");

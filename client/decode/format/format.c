@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <inttypes.h>
+#include <intel-pt.h>
 
 #include "client/decode/format/format.h"
 #include "common/basic/time-util.h"
@@ -157,6 +158,27 @@ static int put_ip(const DecodeRecord *r, Buffer *b, bool space) {
         return buf_hex(b, r->from);
 }
 
+/* PWRE and PWRX carry C-states in MWAIT's hint encoding (EAX[7:4] and
+ * EAX[3:0]: 0 is C1, 0xf is C0); ptxed prints (value + 1) & 0xf, so that a
+ * PWRE of 0/0xf reads "c1.0" and a PWRX's 0xf "c0". */
+static unsigned c_state(uint64_t v) {
+        return (unsigned) ((v + 1) & 0xf);
+}
+
+/* ptxed's names of libipt's enum pt_exec_mode. */
+static const char *exec_mode_name(uint64_t mode) {
+        switch (mode) {
+        case ptem_16bit:
+                return "16-bit";
+        case ptem_32bit:
+                return "32-bit";
+        case ptem_64bit:
+                return "64-bit";
+        default:
+                return "unknown";
+        }
+}
+
 int decode_put_event_payload(const DecodeRecord *r, Buffer *b) {
         switch (r->kind) {
         case DECODE_EVENT_PTW:
@@ -170,16 +192,31 @@ int decode_put_event_payload(const DecodeRecord *r, Buffer *b) {
                         return -ENOMEM;
                 return put_ip(r, b, true);
         case DECODE_EVENT_PWRE:
-                /* C-state.sub-state, as the synthesizer's events truth writes it. */
-                return buf_printf(b, "c%" PRIu64 ".%" PRIu64 "%s", r->payload, r->payload2,
+                /* C-state.sub-state as the SDM and ptxed name them (see c_state()). */
+                return buf_printf(b, "c%u.%u%s", c_state(r->payload), c_state(r->payload2),
                                   r->flags & DECODE_RECORD_PWRE_HW ? " hw" : "");
         case DECODE_EVENT_PWRX:
-                return buf_printf(b, "last=c%" PRIu64 " deepest=c%" PRIu64 "%s%s%s", r->payload, r->payload2,
+                return buf_printf(b, "last=c%u deepest=c%u%s%s%s", c_state(r->payload), c_state(r->payload2),
                                   r->flags & DECODE_RECORD_PWRX_INTERRUPT ? " int" : "",
                                   r->flags & DECODE_RECORD_PWRX_STORE ? " store" : "",
                                   r->flags & DECODE_RECORD_PWRX_AUTONOMOUS ? " autonomous" : "");
         case DECODE_EVENT_PSB:
                 return buf_hex(b, r->payload); /* trace offset of the PSB */
+        case DECODE_EVENT_EXEC_MODE:
+                if (buf_puts(b, exec_mode_name(r->payload)) < 0)
+                        return -ENOMEM;
+                return put_ip(r, b, true);
+        case DECODE_EVENT_PAGING:
+                if (buf_puts(b, "cr3=") < 0 || buf_hex(b, r->payload) < 0 ||
+                    (r->payload2 && buf_puts(b, " nr") < 0))
+                        return -ENOMEM;
+                return put_ip(r, b, true);
+        case DECODE_EVENT_VMCS:
+                if (buf_puts(b, "base=") < 0 || buf_hex(b, r->payload) < 0)
+                        return -ENOMEM;
+                return put_ip(r, b, true);
+        case DECODE_EVENT_MNT:
+                return buf_hex(b, r->payload);
         case DECODE_EVENT_EXSTOP:
         case DECODE_EVENT_TSX_BEGIN:
         case DECODE_EVENT_TSX_COMMIT:

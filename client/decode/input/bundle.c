@@ -255,6 +255,23 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                         return r;
         }
         in->traced = decode_traced_from_config(m->pmu.config_text);
+        if (m->pmu.addr_filter) {
+                _cleanup_free_ char *why = NULL;
+
+                /* A filter we cannot read costs only libipt's SKL014
+                 * workaround: say so and decode. */
+                r = decode_input_add_addr_filters(in, m->pmu.addr_filter, &why);
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0) {
+                        for (size_t i = 0; i < in->n_addr_filters; i++)
+                                free(in->addr_filters[i].file);
+                        in->n_addr_filters = 0;
+                        (void) decode_input_add_note(in, "the bundle's address filter is not understood (%s): "
+                                                         "decoding without it, libipt's SKL014 workaround is off",
+                                                     strna(why));
+                }
+        }
         in->cpuid_15_eax = m->tsc.cpuid_15_eax;
         in->cpuid_15_ebx = m->tsc.cpuid_15_ebx;
         in->nom_freq = m->tsc.nominal_freq <= UINT8_MAX ? (uint8_t) m->tsc.nominal_freq : 0;

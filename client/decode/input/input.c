@@ -77,6 +77,8 @@ DecodeInput *decode_input_free(DecodeInput *in) {
                 free(m->reason);
         }
         free(in->missing);
+        for (size_t i = 0; i < in->n_addr_filters; i++)
+                free(in->addr_filters[i].file);
         free(in->kallsyms);
         free(in->kernel_absent_reason);
         strv_free(in->notes);

@@ -100,6 +100,19 @@ typedef enum DecodeTraced {
  * slash (none, or both u and k: both). */
 DecodeTraced decode_traced_from_config(const char *config_text);
 
+/* An Intel PT address range as the kernel was given it
+ * (PERF_EVENT_IOC_SET_FILTER): an absolute range, or an offset range in a
+ * file that the side-band's mappings place (client/decode/addr-filters.h).
+ * libipt takes at most four (struct pt_conf_addr_filter), as the hardware
+ * has at most four (IA32_RTIT_ADDRn_A/B). */
+#define DECODE_ADDR_FILTERS_MAX 4U
+typedef struct DecodeAddrFilter {
+        bool stop;      /* TraceStop (ADDRn_CFG 2), else FilterEn (ADDRn_CFG 1) */
+        uint64_t start; /* absolute, or the offset in file */
+        uint64_t size;  /* bytes, at least 1 */
+        char *file;     /* NULL: an absolute address */
+} DecodeAddrFilter;
+
 typedef struct DecodeInput {
         char *description; /* "raw trace pt.bin", "bundle /var/lib/..." */
 
@@ -128,6 +141,9 @@ typedef struct DecodeInput {
 
         bool has_trigger;
         uint64_t trigger_time; /* perf time, ns */
+
+        DecodeAddrFilter addr_filters[DECODE_ADDR_FILTERS_MAX]; /* the trace's IP filter ranges */
+        size_t n_addr_filters;
 
         char **notes; /* NULL-terminated facts worth telling the user (missing images...) */
 } DecodeInput;
@@ -159,6 +175,13 @@ void decode_input_set_kallsyms(DecodeInput *in, char *text, size_t size);
 int decode_input_add_note(DecodeInput *in, const char *fmt, ...) _printf_(2, 3);
 
 const DecodeCpuTrace *decode_input_find_cpu(const DecodeInput *in, uint32_t cpu);
+
+/* Address filters in the kernel's grammar (what ptraced hands to
+ * PERF_EVENT_IOC_SET_FILTER, and ptctl's raw --filter): "filter" or
+ * "stop" (perf's "tracestop" too) then ADDR[/SIZE][@FILE], separated by
+ * spaces, commas or newlines. Appended to in->addr_filters; -EINVAL with
+ * a message naming the filter and what is wrong, -E2BIG past four. */
+int decode_input_add_addr_filters(DecodeInput *in, const char *text, char **ret_error);
 
 void decode_image_done(DecodeImage *img);
 

@@ -108,6 +108,11 @@ int decode_input_from_raw(const DecodeRawOptions *o, DecodeInput **ret, char **r
                 if (r < 0)
                         return r;
         }
+        for (char **s = o->filters; s && *s; s++) {
+                r = decode_input_add_addr_filters(in, *s, ret_error);
+                if (r < 0)
+                        return r;
+        }
         in->cpu_model = o->cpu_model;
         in->mtc_freq = o->mtc_freq;
         in->nom_freq = o->nom_freq;
@@ -127,5 +132,6 @@ void decode_raw_options_done(DecodeRawOptions *o) {
         strv_free(o->images);
         strv_free(o->raw_images);
         strv_free(o->sidebands);
+        strv_free(o->filters);
         *o = (DecodeRawOptions){};
 }

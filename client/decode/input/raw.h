@@ -19,6 +19,7 @@ typedef struct DecodeRawOptions {
         char **raw_images;  /* --raw-image FILE@ADDR */
         char **sidebands;   /* --sideband FILE.pevent */
         const char *kallsyms;
+        char **filters;     /* --filter TEXT: address filters in the kernel's grammar */
         uint64_t sample_type;
         DecodeCpuModel cpu_model;
         uint8_t mtc_freq, nom_freq;

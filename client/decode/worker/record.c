@@ -16,6 +16,10 @@ static const char *const event_names[_DECODE_EVENT_MAX] = {
         [DECODE_EVENT_TSX_ABORT] = "tsx_abort",
         [DECODE_EVENT_PSB] = "psb",
         [DECODE_EVENT_STOP] = "stop",
+        [DECODE_EVENT_EXEC_MODE] = "exec_mode",
+        [DECODE_EVENT_PAGING] = "paging",
+        [DECODE_EVENT_VMCS] = "vmcs",
+        [DECODE_EVENT_MNT] = "mnt",
 };
 
 const char *decode_event_kind_to_string(DecodeEventKind k) {

@@ -32,6 +32,10 @@ typedef enum DecodeEventKind {
         DECODE_EVENT_TSX_ABORT,
         DECODE_EVENT_PSB,
         DECODE_EVENT_STOP, /* TraceStop packet */
+        DECODE_EVENT_EXEC_MODE, /* payload: enum pt_exec_mode */
+        DECODE_EVENT_PAGING,    /* payload: CR3; payload2: 1 in VMX non-root operation */
+        DECODE_EVENT_VMCS,      /* payload: VMCS base address */
+        DECODE_EVENT_MNT,       /* payload: the maintenance packet's */
         _DECODE_EVENT_MAX,
 } DecodeEventKind;
 

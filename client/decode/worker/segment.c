@@ -32,6 +32,7 @@
 #include <intel-pt.h>
 
 #include "client/decode/worker/attribution.h"
+#include "client/decode/worker/events.h"
 #include "client/decode/worker/segment.h"
 
 typedef struct SegState {
@@ -61,6 +62,8 @@ typedef struct SegState {
         bool stalled;
         DecodeRecord scratch; /* target of emit() when records are not kept */
         bool other_mode;      /* a block ran in another mode than 64-bit */
+        uint8_t exec_mode;    /* enum pt_exec_mode last known (0: ptem_unknown): events are changes */
+        size_t sync_psb;      /* index of the PSB the decoder synchronized at last */
 } SegState;
 
 /* The attribution's view changed: libipt reads code from it from now on. */
@@ -438,6 +441,27 @@ static int catch_up_psbs(SegState *s) {
         return 0;
 }
 
+/* The sync PSB precedes all events after it, also without status updates. */
+static int catch_up_sync_psb(SegState *s) {
+        if (s->sync_psb >= s->seg->end_psb || s->ci->psbs[s->sync_psb].has_fup)
+                return 0;
+        for (size_t i = s->psb_reported == SIZE_MAX ? s->seg->first_psb : s->psb_reported + 1; i <= s->sync_psb;
+             i++) {
+                int r = emit_psb(s, i);
+                if (r < 0)
+                        return r;
+                s->psb_reported = i;
+        }
+        return 0;
+}
+
+static int emit_plain(SegState *s, const struct pt_event *ev) {
+        DecodePtEvent e;
+        if (!decode_pt_event_plain(ev, &e))
+                return 0;
+        return emit_event(s, e.kind, e.has_ip, e.ip, e.payload, e.payload2, e.flags);
+}
+
 static int handle_event(SegState *s, const struct pt_event *ev) {
         int r;
 
@@ -447,6 +471,10 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 if (s->cache_warm)
                         return -EAGAIN;
         }
+
+        r = ev->status_update ? 0 : catch_up_sync_psb(s);
+        if (r < 0)
+                return r;
 
         if (s->pwre_pending && ev->type != ptev_mwait && ev->type != ptev_tick) {
                 r = flush_pwre(s);
@@ -469,6 +497,7 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                         s->cbr = ev->variant.cbr.ratio;
                         return handle_status(s, ev, 0, false);
                 case ptev_exec_mode:
+                        s->exec_mode = (uint8_t) ev->variant.exec_mode.mode;
                         return handle_status(s, ev, ev->variant.exec_mode.ip, true);
                 case ptev_tsx:
                         return handle_status(s, ev, ev->variant.tsx.ip, true);
@@ -525,7 +554,18 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
 
         case ptev_paging:
         case ptev_async_paging:
-                return decode_attribution_cr3_write(&s->at, s->env->switch_to_addr);
+                r = decode_attribution_cr3_write(&s->at, s->env->switch_to_addr);
+                if (r < 0)
+                        return r;
+                return emit_plain(s, ev);
+
+        case ptev_exec_mode: {
+                /* Outside PSB+ (trace starts, far branches): libipt and ptxed report each,
+                 * we changes from a known mode, or every trace start would carry one. */
+                uint8_t was = s->exec_mode;
+                s->exec_mode = (uint8_t) ev->variant.exec_mode.mode;
+                return was == ptem_unknown || was == s->exec_mode ? 0 : emit_plain(s, ev);
+        }
 
         case ptev_overflow:
                 s->pending = false;
@@ -536,23 +576,12 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                         return r;
                 return emit_branch(s, DECODE_BRANCH_OVF, 0, ev->ip_suppressed ? 0 : ev->variant.overflow.ip);
 
-        case ptev_tsx:
-                return emit_event(s,
-                                  ev->variant.tsx.aborted       ? DECODE_EVENT_TSX_ABORT
-                                  : ev->variant.tsx.speculative ? DECODE_EVENT_TSX_BEGIN
-                                                                : DECODE_EVENT_TSX_COMMIT,
-                                  !ev->ip_suppressed, ev->variant.tsx.ip, 0, 0, 0);
-
         case ptev_stop:
                 s->res->stats.trace_stops++;
-                return emit_event(s, DECODE_EVENT_STOP, false, 0, 0, 0, 0);
-
-        case ptev_exstop:
-                return emit_event(s, DECODE_EVENT_EXSTOP, !ev->ip_suppressed, ev->variant.exstop.ip, 0, 0, 0);
+                return emit_plain(s, ev);
 
         case ptev_mwait:
-                r = emit_event(s, DECODE_EVENT_MWAIT, !ev->ip_suppressed, ev->variant.mwait.ip,
-                               ev->variant.mwait.hints, ev->variant.mwait.ext, 0);
+                r = emit_plain(s, ev);
                 if (r < 0)
                         return r;
                 return flush_pwre(s);
@@ -566,16 +595,6 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 s->pwre_sub = ev->variant.pwre.sub_state;
                 s->pwre_hw = ev->variant.pwre.hw;
                 return 0;
-
-        case ptev_pwrx:
-                return emit_event(s, DECODE_EVENT_PWRX, false, 0, ev->variant.pwrx.last, ev->variant.pwrx.deepest,
-                                  (ev->variant.pwrx.interrupt ? DECODE_RECORD_PWRX_INTERRUPT : 0) |
-                                          (ev->variant.pwrx.store ? DECODE_RECORD_PWRX_STORE : 0) |
-                                          (ev->variant.pwrx.autonomous ? DECODE_RECORD_PWRX_AUTONOMOUS : 0));
-
-        case ptev_ptwrite:
-                return emit_event(s, DECODE_EVENT_PTW, !ev->ip_suppressed, ev->variant.ptwrite.ip,
-                                  ev->variant.ptwrite.payload, ev->variant.ptwrite.size, 0);
 
         case ptev_cbr:
                 s->cbr = ev->variant.cbr.ratio;
@@ -593,8 +612,9 @@ static int handle_event(SegState *s, const struct pt_event *ev) {
                 return r;
 
         default:
-                /* exec_mode (outside PSB+), tick, vmcs, mnt: nothing to show. */
-                return 0;
+                /* TSX, EXSTOP, PTWRITE, PWRX, VMCS, MNT as they are; tick is
+                 * not asked for (pt_config's enable_tick_events is off). */
+                return emit_plain(s, ev);
         }
 }
 
@@ -669,6 +689,7 @@ static int resync(SegState *s) {
         {
                 size_t i = decode_cpu_index_psb_at(s->ci, sync);
                 s->psb_reported = i == SIZE_MAX || i == 0 ? SIZE_MAX : i - 1;
+                s->sync_psb = i;
         }
         s->at.in_user_region = false;
         return status;
@@ -824,6 +845,7 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
                         .switch_ip_mode = ci->kernel_traced && env->switch_to_addr != 0,
                 },
                 .psb_reported = SIZE_MAX,
+                .sync_psb = seg->first_psb,
         };
         int r;
 

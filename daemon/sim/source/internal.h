@@ -399,5 +399,5 @@ int sim_syn_world_new(SimSource *s, SimCpu *c);
 int sim_syn_advance(SimSource *s, SimCpu *c, uint64_t horizon);
 
 /* stream.c */
-ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                            size_t max);

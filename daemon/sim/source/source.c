@@ -174,7 +174,7 @@ static void source_free(SimTraceSource *base) {
         free(s);
 }
 
-static ssize_t null_produce(SimTraceSource *src, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+static ssize_t null_produce(SimTraceSource *src, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                             size_t max) {
         return 0;
 }

@@ -188,10 +188,11 @@ static void cpu_leave(SimSource *s, SimCpu *c, uint64_t now_ns) {
         pthread_mutex_unlock(&s->lock);
 }
 
-ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                            size_t max) {
         SimSource *s = (SimSource *)base;
         uint64_t now_ns = now_nsec(CLOCK_MONOTONIC), horizon;
+        bool start = how == SIM_TRACE_FIRST || how == SIM_TRACE_RESUME;
         ssize_t n;
         SimCpu *c;
         int r;
@@ -199,6 +200,8 @@ ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_ts
         if (cpu >= s->n_cpus)
                 return -EINVAL;
         c = &s->cpus[cpu];
+        if (how == SIM_TRACE_STOP)
+                return 0;
         horizon = until_tsc > LAG ? until_tsc - LAG : 0;
         r = cpu_enter(s, c, now_ns);
         if (r >= 0 && (!c->inited || (start && !c->fresh))) {

@@ -56,6 +56,7 @@ static int write_one(const char *dir, const char *file, const char *reason, cons
                         return -ENOMEM;
                 c->bytes = sizeof trace;
                 c->lost = kind == 1;
+                c->partial = kind == 1 && cpu == 1; /* a VMX guest ran untraced */
         }
         bundle_manifest_compute_window(m);
 

@@ -216,6 +216,29 @@ int synth_cpu_start(SynthCpu *c, SynthThread *t) {
         return 0;
 }
 
+int synth_cpu_resume(SynthCpu *c, SynthThread *t, uint64_t psb_left, uint64_t last_ip) {
+        int r;
+
+        r = synth_cpu_start(c, t);
+        if (r < 0)
+                return r;
+        c->pkt.next_psb = synth_pkt_offset(&c->pkt) + psb_left;
+        c->pkt.last_ip = last_ip;
+        r = synth_pkt_tsc(&c->pkt);
+        if (r >= 0)
+                r = synth_pkt_cbr(&c->pkt, c->pkt.cbr);
+        if (r >= 0 && packet_en(c)) {
+                uint64_t ip = walker(t)->ip;
+
+                r = synth_pkt_pge(&c->pkt, ip);
+                if (r >= 0)
+                        r = truth(c, SYNTH_TRUTH_TR_START, 0, ip);
+        }
+        if (r >= 0)
+                synth_pkt_flush(&c->pkt);
+        return r;
+}
+
 int synth_cpu_request_switch(SynthCpu *c, SynthThread *next) {
         if (synth_cpu_switch_pending(c) || next == c->cur || c->finished)
                 return -EBUSY;

@@ -164,6 +164,15 @@ void synth_cpu_done(SynthCpu *c);
  * entry, or the idle loop). Writes the first PSB+. */
 int synth_cpu_start(SynthCpu *c, SynthThread *t);
 
+/* Start tracing with t running as the hardware resumes it: TraceEn 0->1
+ * with the PSB byte counter kept (the kernel clears IA32_RTIT_STATUS only
+ * on an event's first start, pt_config()). Per the SDM's table of packet
+ * generation on TraceEn 0->1 with PacketByteCnt > 0: TSC and TMA (when
+ * enabled), CBR, and MODE.Exec + TIP.PGE when PacketEn is set at once; no
+ * PSB+, the next comes after psb_left more bytes. last_ip is the decoder's
+ * last IP from the stream before, which IP compression goes on from. */
+int synth_cpu_resume(SynthCpu *c, SynthThread *t, uint64_t psb_left, uint64_t last_ip);
+
 /* Run until the CPU's TSC reaches until. */
 int synth_cpu_run(SynthCpu *c, uint64_t until);
 

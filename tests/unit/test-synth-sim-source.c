@@ -145,8 +145,9 @@ static void rig_done(Rig *r) {
 }
 
 /* What the PMU's producer thread does for one tick: ask for pieces until
- * the source has nothing more. Returns the bytes taken. */
-static size_t rig_tick(Rig *r, uint64_t until, bool start, size_t max, Buffer *into) {
+ * the source has nothing more (a stop: what the PMU's DISABLE does).
+ * Returns the bytes taken. */
+static size_t rig_tick(Rig *r, uint64_t until, SimTraceStart start, size_t max, Buffer *into) {
         uint8_t buf[PIECE];
         size_t total = 0;
 
@@ -162,7 +163,8 @@ static size_t rig_tick(Rig *r, uint64_t until, bool start, size_t max, Buffer *i
                 r->max_seen = MAX(r->max_seen, (uint64_t)n);
                 ASSERT_OK(buffer_append(into ?: &r->trace, buf, (size_t)n));
                 total += (size_t)n;
-                start = false;
+                if (start != SIM_TRACE_STOP)
+                        start = SIM_TRACE_RUN;
         }
         rig_drain(r);
         return total;
@@ -566,6 +568,59 @@ static void test_restart_and_stall(void) {
         rig_done(&r);
 }
 
+/* TraceEn 1->0 and 0->1 as the kernel drives them after the first start
+ * (pt_config() clears the PSB byte counter only then): a stop ends the
+ * stream where a decoder can stop, the resume starts with TSC, TMA and
+ * CBR, not PSB+, and libipt decodes the whole stream across both without
+ * an error. */
+static void test_stop_and_resume(void) {
+        unsigned real = n_real_cpus();
+        struct pt_image *image;
+        SimSourceCpuStats cs;
+        SidebandStats sb;
+        PacketStats ps;
+        size_t stop1, psbs_before;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 100, PIECE);
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+        stop1 = r.trace.size;
+        check_packets(&r.trace, &ps);
+        psbs_before = ps.psbs;
+        free(ps.pge_ips);
+
+        msleep(20); /* tracing off */
+        ASSERT_TRUE(rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RESUME, PIECE, NULL) > 0);
+        for (unsigned i = 0; i < 100; i++) {
+                msleep(1);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RUN, PIECE, NULL);
+        }
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_EQ(cs.restarts, 2);
+        ASSERT_EQ(cs.stops, 2);
+
+        /* The resume: a TSC (then TMA, CBR) where the first stream ended,
+         * no PSB there. */
+        ASSERT_TRUE(r.trace.size > stop1 + 16);
+        ASSERT_EQ(r.trace.data[stop1], 0x19);
+        ASSERT_TRUE(memcmp(r.trace.data + stop1, psb, sizeof psb) != 0);
+        check_packets(&r.trace, &ps);
+        /* PSBs after the resume come only from the byte counter: one per
+         * 16 KiB (psb_period=3) at most, not one per stream. */
+        ASSERT_TRUE(ps.psbs - psbs_before <= (r.trace.size - stop1) / 16384 + 1);
+
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        ASSERT_TRUE(check_insn_flow(&r.trace, image) > 1000);
+        pt_image_free(image);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
 /* The executable file mappings of pid, from /proc/PID/maps. */
 typedef struct ExecRanges {
         uint64_t lo[64], hi[64];
@@ -747,4 +802,4 @@ static void test_cost(void) {
 }
 
 RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
-          TEST(test_restart_and_stall), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));
+          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));

@@ -125,16 +125,11 @@ static void check_bundle(const char *path, Truth *t, const char *reason) {
         ASSERT_TRUE(found_self);
 }
 
-static void test_manager(void) {
-        char dir[] = "/tmp/test-manager-XXXXXX";
-        _cleanup_(manager_freep) Manager *m = NULL;
+/* A manager on N_CPUS emulated CPUs with 64 KiB rings, bundles in dir (a
+ * mkdtemp() template), started; *ret_backend is its (emulated) PMU. */
+static Manager *manager_on_sim(char *dir, PmuBackend **ret_backend) {
+        Manager *m = NULL;
         PtracedConfig c;
-        Truth truth = {};
-        Done d1 = {}, d2 = {}, d3 = {};
-        SnapshotStats stats;
-
-        if (geteuid() != 0)
-                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
 
         ASSERT_NOT_NULL(mkdtemp(dir));
         ptraced_config_init(&c);
@@ -144,9 +139,24 @@ static void test_manager(void) {
         c.source = TRACE_SOURCE_SIM;
 
         manager_block_signals();
-        PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
-        ASSERT_OK(manager_new(&c, b, &m));
+        *ret_backend = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
+        ASSERT_OK(manager_new(&c, *ret_backend, &m));
         ptraced_config_done(&c);
+        return m;
+}
+
+static void test_manager(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        Truth truth = {};
+        Done d1 = {}, d2 = {}, d3 = {};
+        SnapshotStats stats;
+        PmuBackend *b;
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
+
+        m = manager_on_sim(dir, &b);
         manager_set_snapshot_hook(m, on_snapshot, &truth);
         ASSERT_OK(manager_start(m, 0));
         ASSERT_CONTAINS(manager_status_text(m), "recording 3 CPUs, 64.0 KiB each");
@@ -249,22 +259,13 @@ static void test_aux_flags(void) {
         _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
         _cleanup_free_ char *err = NULL;
         const BundleManifest *mf;
-        PtracedConfig c;
+        PmuBackend *b;
         Done d = {};
 
         if (geteuid() != 0)
                 test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
 
-        ASSERT_NOT_NULL(mkdtemp(dir));
-        ptraced_config_init(&c);
-        c.directory = strdup(dir);
-        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
-        c.buffer_size = 64 * 1024;
-        c.source = TRACE_SOURCE_SIM;
-        manager_block_signals();
-        PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
-        ASSERT_OK(manager_new(&c, b, &m));
-        ptraced_config_done(&c);
+        m = manager_on_sim(dir, &b);
         ASSERT_OK(manager_start(m, 0));
         for (int i = 0; i < 5; i++)
                 ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));

@@ -402,6 +402,39 @@ int synth_cpu_run(SynthCpu *c, uint64_t until) {
         return 0;
 }
 
+int synth_cpu_disable(SynthCpu *c) {
+        int r;
+
+        if (c->finished)
+                return 0;
+        c->finished = true;
+        c->ovf_armed = false;
+        if (c->pkt.overflow) {
+                r = overflow_end(c);
+                if (r < 0)
+                        return r;
+        }
+        if (packet_en(c)) {
+                /* The walker stands at the next instruction to execute:
+                 * every branch before it is in the trace (the FUP writes
+                 * the pending TNT bits first). */
+                uint64_t ip = walker(c->cur)->ip;
+
+                r = synth_pkt_fup(&c->pkt, ip);
+                if (r >= 0)
+                        r = synth_pkt_pgd(&c->pkt, 0);
+                if (r >= 0)
+                        r = truth(c, SYNTH_TRUTH_TR_END, ip, 0);
+                if (r < 0)
+                        return r;
+        }
+        r = synth_pkt_flush_tnt(&c->pkt);
+        if (r < 0)
+                return r;
+        synth_pkt_flush(&c->pkt);
+        return 0;
+}
+
 /* The trace stops here. A decoder of it goes on past the last packet for
  * as long as the code needs no trace (direct jumps and calls), so we do
  * the same and log those branches; it must not run into code it cannot

@@ -189,6 +189,12 @@ int synth_thread_park(SynthThread *t, const SynthKernel *k, bool kernel_walked);
 /* A new thread (after FORK): starts through ret_from_fork at entry. */
 int synth_thread_init_new(SynthThread *t, const SynthKernel *k, uint64_t entry);
 
+/* TraceEn 1->0 here (a disable): per the SDM's packet generation table,
+ * FUP(current IP) + TIP.PGD when PacketEn is set, nothing otherwise; the
+ * stream ends at an instruction boundary a decoder reaches, so that more
+ * trace (synth_cpu_resume() on a new SynthCpu) may follow. */
+int synth_cpu_disable(SynthCpu *c);
+
 /* Stop: continue to where the decoder will stop, flush everything. */
 int synth_cpu_finish(SynthCpu *c);
 

@@ -626,6 +626,42 @@ static void test_stop_and_resume(void) {
         rig_done(&r);
 }
 
+/* Many disables and enables at every moment of the simulation, with
+ * pieces of every size: each stop ends the stream where a decoder can
+ * stop (FUP + TIP.PGD whenever PacketEn is set: a thread stopped in
+ * traced code), so libipt decodes the whole stream without an error. */
+static void test_many_resumes(void) {
+        unsigned real = n_real_cpus();
+        struct pt_image *image;
+        SimSourceCpuStats cs;
+        SidebandStats sb;
+        uint64_t insns;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 20, PIECE);
+        for (unsigned k = 0; k < 150; k++) {
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+                msleep(k % 3);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RESUME, PIECE, NULL);
+                for (unsigned i = 0; i < k % 7; i++) {
+                        msleep(1);
+                        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RUN, (k & 1) ? PIECE : 64, NULL);
+                }
+        }
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_EQ(cs.stops, 151);
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        insns = check_insn_flow(&r.trace, image);
+        printf("150 resumes: %zu bytes, %" PRIu64 " instructions\n", r.trace.size, insns);
+        pt_image_free(image);
+        rig_done(&r);
+}
+
 /* The executable file mappings of pid, from /proc/PID/maps. */
 typedef struct ExecRanges {
         uint64_t lo[64], hi[64];
@@ -807,4 +843,4 @@ static void test_cost(void) {
 }
 
 RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
-          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));
+          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));

@@ -211,7 +211,7 @@ static void cpu_leave(SimSource *s, SimCpu *c, uint64_t now_ns) {
 
 /* TraceEn 1->0: the stream ends where the simulation is. With user-only
  * tracing the IPI that disables brings the CPU into the kernel: a thread
- * in user code ends with FUP + TIP.PGD (synth_cpu_finish()), one already
+ * in user code ends with FUP + TIP.PGD (synth_cpu_disable()), one already
  * in the kernel with nothing more; everything synthesized is owed to the
  * PMU. */
 static int cpu_stop(SimCpu *c) {
@@ -219,7 +219,7 @@ static int cpu_stop(SimCpu *c) {
 
         if (!c->inited || c->stopped)
                 return 0;
-        r = synth_cpu_finish(&c->sc);
+        r = synth_cpu_disable(&c->sc);
         if (r >= 0)
                 r = c->sink_error;
         if (r < 0)

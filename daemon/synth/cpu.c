@@ -402,37 +402,49 @@ int synth_cpu_run(SynthCpu *c, uint64_t until) {
         return 0;
 }
 
-int synth_cpu_disable(SynthCpu *c) {
-        int r;
-
+/* The stream ends: no more ticks, no overflow begins; one in progress
+ * resolves first. 1 when it had ended already. */
+static int stream_end_begin(SynthCpu *c) {
         if (c->finished)
-                return 0;
+                return 1;
         c->finished = true;
         c->ovf_armed = false;
-        if (c->pkt.overflow) {
-                r = overflow_end(c);
-                if (r < 0)
-                        return r;
-        }
-        if (packet_en(c)) {
-                /* The walker stands at the next instruction to execute:
-                 * every branch before it is in the trace (the FUP writes
-                 * the pending TNT bits first). */
-                uint64_t ip = walker(c->cur)->ip;
+        return c->pkt.overflow ? overflow_end(c) : 0;
+}
 
-                r = synth_pkt_fup(&c->pkt, ip);
-                if (r >= 0)
-                        r = synth_pkt_pgd(&c->pkt, 0);
-                if (r >= 0)
-                        r = truth(c, SYNTH_TRUTH_TR_END, ip, 0);
-                if (r < 0)
-                        return r;
-        }
-        r = synth_pkt_flush_tnt(&c->pkt);
+/* Tracing stops at ip: FUP + TIP.PGD (pending TNT bits go first). */
+static int trace_off_at(SynthCpu *c, uint64_t ip) {
+        int r = synth_pkt_fup(&c->pkt, ip);
+
+        if (r >= 0)
+                r = synth_pkt_pgd(&c->pkt, 0);
+        if (r >= 0)
+                r = truth(c, SYNTH_TRUTH_TR_END, ip, 0);
+        return r;
+}
+
+static int stream_end_flush(SynthCpu *c) {
+        int r = synth_pkt_flush_tnt(&c->pkt);
+
         if (r < 0)
                 return r;
         synth_pkt_flush(&c->pkt);
         return 0;
+}
+
+int synth_cpu_disable(SynthCpu *c) {
+        int r = stream_end_begin(c);
+
+        if (r != 0)
+                return r < 0 ? r : 0;
+        /* The walker stands at the next instruction to execute: every
+         * branch before it is in the trace. */
+        if (packet_en(c)) {
+                r = trace_off_at(c, walker(c->cur)->ip);
+                if (r < 0)
+                        return r;
+        }
+        return stream_end_flush(c);
 }
 
 /* The trace stops here. A decoder of it goes on past the last packet for
@@ -443,15 +455,9 @@ int synth_cpu_finish(SynthCpu *c) {
         SynthThread *t = c->cur;
         int r;
 
-        if (c->finished)
-                return 0;
-        c->finished = true;
-        c->ovf_armed = false;
-        if (c->pkt.overflow) {
-                r = overflow_end(c);
-                if (r < 0)
-                        return r;
-        }
+        r = stream_end_begin(c);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (packet_en(c)) {
                 SynthWalker *w = walker(t);
                 unsigned i;
@@ -465,11 +471,7 @@ int synth_cpu_finish(SynthCpu *c) {
 
                                 if (b)
                                         at += b->insn_off[b->n_insns - 1];
-                                r = synth_pkt_fup(&c->pkt, at);
-                                if (r >= 0)
-                                        r = synth_pkt_pgd(&c->pkt, 0);
-                                if (r >= 0)
-                                        r = truth(c, SYNTH_TRUTH_TR_END, at, 0);
+                                r = trace_off_at(c, at);
                                 if (r < 0)
                                         return r;
                                 break;
@@ -487,11 +489,7 @@ int synth_cpu_finish(SynthCpu *c) {
                                 r = truth(c, SYNTH_TRUTH_CALL, s.from, s.to);
                         else if (s.kind == SYNTH_END_BAD) {
                                 /* Recursion cap: stop before the call. */
-                                r = synth_pkt_fup(&c->pkt, s.from);
-                                if (r >= 0)
-                                        r = synth_pkt_pgd(&c->pkt, 0);
-                                if (r >= 0)
-                                        r = truth(c, SYNTH_TRUTH_TR_END, s.from, 0);
+                                r = trace_off_at(c, s.from);
                                 if (r < 0)
                                         return r;
                                 break;
@@ -500,18 +498,10 @@ int synth_cpu_finish(SynthCpu *c) {
                                 return r;
                 }
                 if (i == FINISH_STEPS_MAX) {
-                        r = synth_pkt_fup(&c->pkt, w->ip);
-                        if (r >= 0)
-                                r = synth_pkt_pgd(&c->pkt, 0);
-                        if (r >= 0)
-                                r = truth(c, SYNTH_TRUTH_TR_END, w->ip, 0);
+                        r = trace_off_at(c, w->ip);
                         if (r < 0)
                                 return r;
                 }
         }
-        r = synth_pkt_flush_tnt(&c->pkt);
-        if (r < 0)
-                return r;
-        synth_pkt_flush(&c->pkt);
-        return 0;
+        return stream_end_flush(c);
 }

@@ -214,6 +214,14 @@ static int note_aux(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
         if (!c->has_aux || time > c->aux_time)
                 c->aux_time = time;
         c->has_aux = true;
+        /* pt_event_stop() -> perf_aux_output_end(): PARTIAL for a VMX guest
+         * PT could not trace, TRUNCATED after a ToPA STOP. */
+        if (r->aux.flags & PERF_AUX_FLAG_PARTIAL)
+                c->aux_partial_at = MAX(c->aux_partial_at, MAX(time, (uint64_t) 1));
+        if (r->aux.flags & PERF_AUX_FLAG_TRUNCATED)
+                c->aux_truncated_at = MAX(c->aux_truncated_at, MAX(time, (uint64_t) 1));
+        if (r->aux.flags & PERF_AUX_FLAG_COLLISION)
+                c->aux_collision_at = MAX(c->aux_collision_at, MAX(time, (uint64_t) 1));
         return 0;
 }
 
@@ -432,6 +440,21 @@ int decode_context_trace_end(const DecodeContext *ctx, uint32_t cpu, uint64_t *r
                 return -ENODATA;
         *ret = c->aux_time;
         return 0;
+}
+
+uint64_t decode_context_aux_flags(const DecodeContext *ctx, uint32_t cpu, uint64_t since) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+        uint64_t f = 0;
+
+        if (!c)
+                return 0;
+        if (c->aux_partial_at > 0 && c->aux_partial_at >= since)
+                f |= PERF_AUX_FLAG_PARTIAL;
+        if (c->aux_truncated_at > 0 && c->aux_truncated_at >= since)
+                f |= PERF_AUX_FLAG_TRUNCATED;
+        if (c->aux_collision_at > 0 && c->aux_collision_at >= since)
+                f |= PERF_AUX_FLAG_COLLISION;
+        return f;
 }
 
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu) {

@@ -64,6 +64,8 @@ typedef struct DecodeCpuRuns {
         size_t n_runs, allocated;
         bool has_aux;      /* an AUX record (trace data written) came from this CPU ... */
         uint64_t aux_time; /* ... the last at this time: the trace ends no later */
+        /* The newest AUX record flagged PARTIAL, TRUNCATED, COLLISION (perf time, 0: none). */
+        uint64_t aux_partial_at, aux_truncated_at, aux_collision_at;
 } DecodeCpuRuns;
 
 /* A change of kernel text (PERF_RECORD_TEXT_POKE: static keys, ftrace,
@@ -115,6 +117,10 @@ void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t t
 int decode_context_trace_end(const DecodeContext *ctx, uint32_t cpu, uint64_t *ret);
 /* Does the side-band know anything about this CPU? */
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu);
+/* The kernel's PERF_AUX_FLAG_PARTIAL, _TRUNCATED and _COLLISION among the
+ * AUX records of cpu written at or after `since` (perf time): the
+ * transactions that ended within a trace starting then. */
+uint64_t decode_context_aux_flags(const DecodeContext *ctx, uint32_t cpu, uint64_t since);
 /* The only CPU the side-band names, or -ENOENT/-ENOTUNIQ. */
 int decode_context_single_cpu(const DecodeContext *ctx, uint32_t *ret);
 

@@ -379,5 +379,5 @@ uint64_t decoder_error_count(const Decoder *d) {
 }
 
 int decoder_print_summary(const Decoder *d, FILE *f) {
-        return decode_summary_print(f, d->index, d->cpu_stats, &d->clock, d->warnings, d->in->notes);
+        return decode_summary_print(f, d->index, d->cpu_stats, &d->clock, d->ctx, d->warnings, d->in->notes);
 }

@@ -20,8 +20,20 @@ static void format_time_cell(const DecodeClock *clock, bool has, uint64_t tsc, c
                 snprintf(buf, l, "tsc:%" PRIu64, t);
 }
 
+/* The kernel's flags on the AUX records of the transactions that ended
+ * within the CPU's trace: what they mean for its gaps. */
+static void print_aux_flags(FILE *f, uint32_t cpu, uint64_t flags) {
+        if (flags & PERF_AUX_FLAG_PARTIAL)
+                fprintf(f, "cpu %" PRIu32 ": no trace while a VMX guest ran (PERF_AUX_FLAG_PARTIAL)\n", cpu);
+        if (flags & PERF_AUX_FLAG_TRUNCATED)
+                fprintf(f, "cpu %" PRIu32 ": tracing stopped early at a ToPA STOP (PERF_AUX_FLAG_TRUNCATED)\n", cpu);
+        if (flags & PERF_AUX_FLAG_COLLISION)
+                fprintf(f, "cpu %" PRIu32 ": AUX data collided and was lost (PERF_AUX_FLAG_COLLISION)\n", cpu);
+}
+
 int decode_summary_print(FILE *f, const DecodeIndex *index, const DecodeCpuStats *stats,
-                         const DecodeClock *clock, char *const *warnings, char *const *notes) {
+                         const DecodeClock *clock, const DecodeContext *ctx, char *const *warnings,
+                         char *const *notes) {
         DecodeCpuStats total = {};
         char sz[FORMAT_BYTES_MAX], first[64], last[64];
 
@@ -55,6 +67,12 @@ int decode_summary_print(FILE *f, const DecodeIndex *index, const DecodeCpuStats
                 if (s->overflows > 0)
                         fprintf(f, "%s overflows %" PRIu64, any ? "," : "", s->overflows);
                 fputc('\n', f);
+        }
+        for (size_t i = 0; ctx && i < index->n_cpus; i++) {
+                const DecodeCpuStats *s = &stats[i];
+                uint64_t since = s->has_time && clock->has_conversion ? decode_clock_time(clock, s->first_tsc) : 0;
+
+                print_aux_flags(f, index->cpus[i].cpu, decode_context_aux_flags(ctx, index->cpus[i].cpu, since));
         }
         fprintf(f, "total: %zu CPU%s, %" PRIu64 " instructions, %" PRIu64 " branches, %" PRIu64 " events, %" PRIu64
                    " errors\n",

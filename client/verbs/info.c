@@ -199,16 +199,16 @@ static void print_restarts(const BundleManifest *m) {
 static void print_cpus(const BundleManifest *m) {
         uint64_t trig = m->trigger.perf_time;
 
-        printf("\n  %4s %10s %10s %4s %5s %4s %14s %14s %10s\n", "CPU", "BYTES", "BUFFER", "WRAP", "TRUNC", "LOST",
-               "FIRST", "LAST", "BLACKOUT");
+        printf("\n  %4s %10s %10s %4s %5s %4s %4s %14s %14s %10s\n", "CPU", "BYTES", "BUFFER", "WRAP", "TRUNC", "PART",
+               "LOST", "FIRST", "LAST", "BLACKOUT");
         for (size_t i = 0; i < m->n_cpus; i++) {
                 const BundleCpu *c = &m->cpus[i];
                 char b1[FORMAT_BYTES_MAX], b2[FORMAT_BYTES_MAX], f[48], l[48], bo[32];
 
                 snprintf(bo, sizeof bo, "%.1f us", (double) c->blackout_ns / 1000.0);
-                printf("  %4" PRIu32 " %10s %10s %4s %5s %4s %14s %14s %10s", c->cpu,
+                printf("  %4" PRIu32 " %10s %10s %4s %5s %4s %4s %14s %14s %10s", c->cpu,
                        format_bytes(b1, sizeof b1, c->bytes), format_bytes(b2, sizeof b2, c->buffer_size),
-                       yes_no(c->wrapped), yes_no(c->truncated), yes_no(c->lost),
+                       yes_no(c->wrapped), yes_no(c->truncated), yes_no(c->partial), yes_no(c->lost),
                        c->has_time ? rel_ms(f, c->first_time, trig) : "-",
                        c->has_time ? rel_ms(l, c->last_time, trig) : "-", bo);
                 if (c->error) {
@@ -218,6 +218,18 @@ static void print_cpus(const BundleManifest *m) {
                 putchar('\n');
         }
         print_restarts(m);
+        /* What the kernel's AUX flags mean for the trace. */
+        for (size_t i = 0; i < m->n_cpus; i++) {
+                const BundleCpu *c = &m->cpus[i];
+
+                if (c->partial)
+                        printf("  CPU %" PRIu32 ": no trace while a VMX guest ran (PERF_AUX_FLAG_PARTIAL)\n", c->cpu);
+                if (c->truncated)
+                        printf("  CPU %" PRIu32 ": tracing stopped early at a ToPA STOP (PERF_AUX_FLAG_TRUNCATED)\n",
+                               c->cpu);
+                if (c->collision)
+                        printf("  CPU %" PRIu32 ": AUX data collided and was lost (PERF_AUX_FLAG_COLLISION)\n", c->cpu);
+        }
 }
 
 static void print_images(const BundleManifest *m) {

@@ -314,6 +314,8 @@ static int parse_cpus(Parse *p, JsonObject *root, BundleManifest *m) {
                 TRY(get_u64(p, o, ctx, "buffer_size", false, UINT64_MAX, &c->buffer_size));
                 TRY(get_bool(p, o, ctx, "wrapped", false, &c->wrapped));
                 TRY(get_bool(p, o, ctx, "truncated", false, &c->truncated));
+                TRY(get_bool(p, o, ctx, "partial", false, &c->partial));
+                TRY(get_bool(p, o, ctx, "collision", false, &c->collision));
                 TRY(get_bool(p, o, ctx, "lost", false, &c->lost));
                 TRY(has[0] = get_u64(p, o, ctx, "first_tsc", false, UINT64_MAX, &c->first_tsc));
                 TRY(has[1] = get_u64(p, o, ctx, "last_tsc", false, UINT64_MAX, &c->last_tsc));

@@ -156,6 +156,8 @@ static int serialize_cpus(JsonObject *root, const BundleManifest *m) {
                 TRY(json_add_uint64(o, "buffer_size", c->buffer_size));
                 TRY(json_add_bool(o, "wrapped", c->wrapped));
                 TRY(json_add_bool(o, "truncated", c->truncated));
+                TRY(json_add_bool(o, "partial", c->partial));
+                TRY(json_add_bool(o, "collision", c->collision));
                 TRY(json_add_bool(o, "lost", c->lost));
                 if (c->has_time) {
                         TRY(json_add_uint64(o, "first_tsc", c->first_tsc));

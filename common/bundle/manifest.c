@@ -317,7 +317,7 @@ const BundleImage *bundle_manifest_find_image(const BundleManifest *m, const uin
 
 bool bundle_manifest_is_truncated(const BundleManifest *m) {
         for (size_t i = 0; i < m->n_cpus; i++)
-                if (m->cpus[i].truncated || m->cpus[i].lost)
+                if (m->cpus[i].truncated || m->cpus[i].partial || m->cpus[i].lost)
                         return true;
         return m->sideband.n_lost > 0;
 }

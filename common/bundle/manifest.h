@@ -148,6 +148,8 @@ typedef struct BundleCpu {
         uint64_t buffer_size; /* AUX area size */
         bool wrapped;         /* the ring had wrapped: the oldest data was overwritten */
         bool truncated;       /* PERF_AUX_FLAG_TRUNCATED seen: the trace stopped early */
+        bool partial;         /* PERF_AUX_FLAG_PARTIAL seen: no trace while a VMX guest ran */
+        bool collision;       /* PERF_AUX_FLAG_COLLISION seen (also sets lost) */
         bool lost;            /* data lost (AUX collision, overflow packets, copy error) */
         bool has_time;        /* the four time fields below are valid */
         uint64_t first_tsc, last_tsc;

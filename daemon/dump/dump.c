@@ -11,6 +11,8 @@
 #include "common/bundle/bundle.h"
 #include "common/bundle/images.h"
 #include "common/bundle/kcore-copy.h"
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 #include "common/pt/scan.h"
 #include "daemon/dump/dump.h"
 
@@ -48,6 +50,39 @@ static int job_fail(DumpJob *j, int error, const char *fmt, ...) {
                 j->error_text = NULL;
         va_end(ap);
         return error;
+}
+
+/* The flags of the intel_pt events' PERF_RECORD_AUX records in the
+ * bundle's side-band: the kernel writes one at every stop of the event
+ * (pt_event_stop() -> perf_aux_output_end()), flagged PARTIAL when a VMX
+ * guest ran untraced during that transaction (intel_pt_handle_vmx()),
+ * TRUNCATED after a ToPA STOP (pt_handle_status()), COLLISION when AUX
+ * data collided. A record counts for a CPU when its transaction ended
+ * within that CPU's captured trace: the gap may lie in what we have. */
+static void mark_aux_flags(DumpJob *j) {
+        BundleManifest *m = j->manifest;
+        PerfRecordStream st;
+        const void *rec;
+        size_t size;
+
+        perf_record_stream_init(&st, j->sideband.data, j->sideband.size);
+        while (perf_record_stream_next(&st, &rec, &size) > 0) {
+                PerfRecord r;
+
+                if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0 || r.type != PERF_RECORD_AUX ||
+                    !r.has_sample_id)
+                        continue;
+                for (size_t i = 0; i < m->n_cpus; i++) {
+                        BundleCpu *bc = &m->cpus[i];
+
+                        if (bc->cpu != r.sid.cpu || (bc->has_time && r.sid.time < bc->first_time))
+                                continue;
+                        bc->truncated = bc->truncated || (r.aux.flags & PERF_AUX_FLAG_TRUNCATED);
+                        bc->partial = bc->partial || (r.aux.flags & PERF_AUX_FLAG_PARTIAL);
+                        bc->collision = bc->collision || (r.aux.flags & PERF_AUX_FLAG_COLLISION);
+                        bc->lost = bc->lost || bc->collision;
+                }
+        }
 }
 
 /* Per-CPU coverage: bytes, wrap, blackout, and the time range the trace
@@ -91,6 +126,7 @@ static int describe_cpus(DumpJob *j) {
                 }
         }
         bundle_manifest_compute_window(m);
+        mark_aux_flags(j);
         return 0;
 }
 

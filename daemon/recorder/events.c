@@ -112,14 +112,24 @@ int recorder_cpu_open_pt(Recorder *r, RecorderCpu *c, nsec_t now) {
         pt_event_config_to_attr(&r->event, r->opts.pmu->type, &attr);
         fd = pmu_backend_event_open(b, &attr, -1, (int) c->cpu, -1, 0);
         if (fd == -EBUSY) {
-                /* Another intel_pt user (perf record -e intel_pt, another
-                 * ptraced): try again later, with backoff. */
+                /* The kernel says EBUSY for three rules, and which one
+                 * does not show: a CPU-wide intel_pt event already on this
+                 * CPU (exclusive_event_installable()), any per-task
+                 * intel_pt event anywhere (exclusive_event_init(): the PMU
+                 * is PERF_PMU_CAP_EXCLUSIVE, per-task and CPU-wide users
+                 * never coexist), or an LBR or BTS user anywhere
+                 * (x86_add_exclusive() from pt_event_init(), on CPUs
+                 * without lbr_pt_coexist: before Goldmont and Icelake).
+                 * Name them all; try again later, with backoff. */
                 nsec_t backoff = MIN((nsec_t) NSEC_PER_SEC << MIN(c->retries, 6U), RETRY_BACKOFF_MAX_NSEC);
                 c->retries++;
                 c->retry_at = now + backoff;
                 cpu_set_error(c, RECORDER_CPU_RETRY, fd,
-                              "intel_pt on CPU %u is in use by another tracer (such as perf record -e intel_pt); "
-                              "retrying in %llus",
+                              "intel_pt on CPU %u is in use by another tracer (EBUSY): another CPU-wide intel_pt "
+                              "user (perf record -a -e intel_pt//, another ptraced), a per-task intel_pt user "
+                              "anywhere (gdb 'record btrace pt', perf record -e intel_pt// -p PID or of a command), "
+                              "or, on CPUs older than Goldmont/Icelake, an LBR or BTS user (perf record -b, "
+                              "perf record --call-graph lbr, perf record -e intel_bts//); retrying in %llus",
                               c->cpu, (unsigned long long) (backoff / NSEC_PER_SEC));
                 return fd;
         }

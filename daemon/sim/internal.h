@@ -13,12 +13,6 @@
 #include "common/perf/record.h"
 #include "daemon/sim/pmu-sim.h"
 
-/* Bits of config the formats above cover; anything else is EINVAL, as the
- * driver's pt_event_valid() rejects unknown bits. */
-#define SIM_CONFIG_MASK                                                                                      \
-        ((1ULL << 0) | (1ULL << 1) | (1ULL << 4) | (1ULL << 5) | (1ULL << 9) | (1ULL << 10) | (1ULL << 11) |  \
-         (1ULL << 12) | (1ULL << 13) | (0xfULL << 14) | (0xfULL << 19) | (0xfULL << 24))
-
 typedef enum SimEventKind {
         SIM_EVENT_PT,
         SIM_EVENT_SIDEBAND, /* an emulated tracking event on a CPU the real machine lacks */
@@ -31,6 +25,9 @@ typedef struct SimEvent {
         SimEventKind kind;
         int fd; /* eventfd: what the caller polls */
         unsigned cpu;
+        int ev_cpu;    /* as opened: -1 for a per-task event on any CPU */
+        bool per_task; /* pid >= 0 at open: in a task's context, not a CPU's */
+        pid_t task;
         uint64_t id;
         struct perf_event_attr attr;
 
@@ -59,9 +56,12 @@ typedef struct SimEvent {
         pthread_cond_t cond;
         pthread_t thread;
         bool thread_started;
+        bool producing; /* the producer is inside produce(), without the lock */
         bool enabled;
-        bool started; /* next chunk must begin with PSB+ */
-        bool itrace_logged;
+        SimTraceStart start; /* what the next chunk begins with: SIM_TRACE_RUN, _FIRST or _RESUME */
+        bool itrace_logged;  /* the kernel's hw.config != 0: STATUS was cleared once */
+        uint64_t aux_flags;  /* the AUX transaction's flags so far (perf_aux_output_flag()) */
+        bool topa_stopped;   /* IA32_RTIT_STATUS.Stopped: no trace until the next stop handles it */
         bool quit;
         int produce_error;
         /* Its CPU went offline: the kernel took it out of the CPU's context
@@ -101,17 +101,27 @@ struct PmuSim {
         bool *real_cpu; /* CPUs that exist on this machine: side-band goes to the kernel */
         SimRealEvent *real_events;
         size_t n_real_events;
+        bool *vmx_on;   /* pt->vmx_on: a hypervisor is in VMX operation there */
         uint64_t next_id;
+
+        /* exclusive.c, under `lock`. */
+        unsigned lbr_exclusive[_PMU_SIM_EXCLUSIVE_MAX]; /* x86_pmu.lbr_exclusive[] */
+        bool lbr_pt_coexist;
+        int exclusive_cnt; /* pmu->exclusive_cnt: > 0 per-task events, < 0 CPU-wide ones */
+        bool branch_en_always_on; /* pt_pmu.branch_en_always_on (Broadwell) */
 };
 
 /* ring.c */
 void sim_ring_write(SimEvent *e, const void *rec, size_t size);
 void sim_log_record_itrace_start(SimEvent *e);
 void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t flags);
+void sim_log_aux_at_stop(SimEvent *e);
 
 /* producer.c */
 void sim_take_truth(SimEvent *e);
 void *sim_producer(void *userdata);
+void sim_produce_stop(SimEvent *e);
+bool sim_tracing(const SimEvent *e);
 
 /* hotplug.c: the real events' table takes s->lock itself. */
 int sim_real_track(PmuSim *s, int fd, unsigned cpu);
@@ -125,4 +135,10 @@ ssize_t sim_event_read(SimEvent *e, void *buf, size_t size);
 int sim_event_set_filter(PmuSim *s, SimEvent *e, const char *arg);
 
 /* validate.c */
+bool sim_pt_config_valid(const PmuSim *s, uint64_t config);
 int sim_validate_pt_attr(PmuSim *s, const struct perf_event_attr *a, pid_t pid, int cpu);
+
+/* exclusive.c, called with s->lock held */
+int sim_exclusive_acquire(PmuSim *s, bool per_task, pid_t task, int cpu);
+void sim_exclusive_release(PmuSim *s, const SimEvent *e);
+int sim_exclusive_hold(PmuSim *s, PmuSimExclusive what, bool hold);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <pthread.h>
+#include <signal.h>
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
@@ -101,19 +102,22 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 return fd;
         }
 
+        pid_t task = -1;
+
+        if (kind == SIM_EVENT_PT && pid >= 0) {
+                /* perf_event_open(): pid 0 is the caller; a task that
+                 * does not exist is ESRCH. */
+                task = pid == 0 ? gettid() : pid;
+                if (kill(task, 0) < 0 && errno == ESRCH)
+                        return -ESRCH;
+        }
         pthread_mutex_lock(&s->lock);
         if (kind == SIM_EVENT_PT) {
                 r = sim_validate_pt_attr(s, attr, pid, cpu);
+                if (r >= 0)
+                        r = sim_exclusive_acquire(s, pid >= 0, task, cpu);
                 if (r < 0)
                         goto unlock;
-                for (size_t i = 0; i < s->n_events; i++)
-                        if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == (unsigned) cpu &&
-                            !s->events[i]->detached) {
-                                /* The PMU is exclusive per CPU; an event a hotplug
-                                 * detached is in no context (hotplug.c). */
-                                r = -EBUSY;
-                                goto unlock;
-                        }
         }
 
         e = calloc(1, sizeof(*e));
@@ -123,13 +127,17 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 if (a)
                         s->events = a;
                 r = -ENOMEM;
-                goto unlock;
+                goto release;
         }
         s->events = a;
         *e = (SimEvent){
                 .sim = s,
                 .kind = kind,
                 .cpu = (unsigned) cpu,
+                .ev_cpu = cpu,
+                .per_task = pid >= 0,
+                .task = task,
+                .start = SIM_TRACE_FIRST,
                 .id = ++s->next_id,
                 .attr = *attr,
                 .ring_memfd = -EBADF,
@@ -149,16 +157,20 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
         if (e->fd < 0) {
                 r = negative_errno();
                 free(e);
-                goto unlock;
+                goto release;
         }
         r = sim_index(s, e);
         if (r < 0) {
                 safe_close(e->fd);
                 free(e);
-                goto unlock;
+                goto release;
         }
         s->events[s->n_events++] = e;
         r = e->fd;
+        goto unlock;
+release:
+        if (kind == SIM_EVENT_PT)
+                sim_exclusive_release(s, &(SimEvent){ .kind = kind, .per_task = pid >= 0 });
 unlock:
         pthread_mutex_unlock(&s->lock);
         return r;
@@ -237,6 +249,8 @@ static int sim_mmap(PmuBackend *b, int fd, size_t length, int prot, off_t offset
                 return -EINVAL;
         if (prot & PROT_WRITE)
                 return -EOPNOTSUPP; /* full-trace mode is not emulated */
+        if (e->per_task)
+                return -EOPNOTSUPP; /* no tasks are scheduled: per-task events exist for exclusivity only */
         if (e->aux)
                 return -EBUSY;
         r = map_memfd("ptraced-sim-aux", length, &e->aux_memfd, &e->aux);
@@ -283,21 +297,36 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
 static int sim_enable(SimEvent *e, bool on) {
         pthread_mutex_lock(&e->lock);
         if (on && !e->enabled && !e->detached) { /* detached: hotplug.c */
+                bool was_tracing = sim_tracing(e);
+
                 e->enabled = true;
-                e->started = true;
+                /* pt_config(): STATUS (the PSB byte counter) is cleared and
+                 * ITRACE_START logged on the first start only; later
+                 * starts resume without PSB+. */
+                if (e->start == SIM_TRACE_RUN)
+                        e->start = SIM_TRACE_RESUME;
                 if (e->kind == SIM_EVENT_PT && e->meta && !e->itrace_logged) {
                         sim_log_record_itrace_start(e);
                         e->itrace_logged = true;
                 }
-                pthread_cond_broadcast(&e->cond);
+                /* pt_config_start(): with VMX on, TraceEn stays clear and the
+                 * transaction is PARTIAL. */
+                if (e->kind == SIM_EVENT_PT && !e->per_task && e->sim->vmx_on[e->cpu])
+                        e->aux_flags |= PERF_AUX_FLAG_PARTIAL;
+                if (!was_tracing)
+                        pthread_cond_broadcast(&e->cond);
         } else if (!on && e->enabled) {
+                bool was_tracing = sim_tracing(e);
+
                 e->enabled = false;
                 if (e->kind == SIM_EVENT_PT && e->aux) {
+                        if (was_tracing)
+                                sim_produce_stop(e);
                         /* Snapshot mode: aux_head is the offset within the
                          * buffer; the AUX record carries it and the whole
-                         * buffer size, with OVERWRITE set. */
+                         * buffer size (pt_event_stop()). */
                         ring_store_release(&e->meta->aux_head, e->aux_write);
-                        sim_log_record_aux(e, e->aux_write, e->aux_size, PERF_AUX_FLAG_OVERWRITE);
+                        sim_log_aux_at_stop(e);
                         e->truth_due = e->truth != NULL;
                 }
         }
@@ -384,6 +413,9 @@ static int sim_close(PmuBackend *b, int fd) {
                 sim_real_forget(s, fd);
                 return RET_NERRNO(close(fd));
         }
+        pthread_mutex_lock(&s->lock);
+        sim_exclusive_release(s, e); /* pt_event_destroy(), exclusive_event_destroy() */
+        pthread_mutex_unlock(&s->lock);
         sim_event_free(e);
         return 0;
 }
@@ -403,6 +435,7 @@ static void sim_free(PmuBackend *b) {
         free(s->online);
         free(s->real_cpu);
         free(s->real_events);
+        free(s->vmx_on);
         pthread_mutex_destroy(&s->lock);
         free(s);
 }
@@ -439,7 +472,8 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         pthread_mutex_init(&s->lock, NULL);
         s->online = calloc(opts->n_cpus, sizeof(bool));
         s->real_cpu = calloc(opts->n_cpus, sizeof(bool));
-        if (!s->online || !s->real_cpu) {
+        s->vmx_on = calloc(opts->n_cpus, sizeof(bool));
+        if (!s->online || !s->real_cpu || !s->vmx_on) {
                 sim_free(&s->backend);
                 return -ENOMEM;
         }
@@ -502,10 +536,82 @@ static SimEvent *sim_pt_event(PmuSim *s, unsigned cpu) {
 
         /* The live one, when a detached one is still open (hotplug.c). */
         for (size_t i = 0; i < s->n_events; i++)
-                if (s->events[i]->kind == SIM_EVENT_PT && s->events[i]->cpu == cpu &&
+                if (s->events[i]->kind == SIM_EVENT_PT && !s->events[i]->per_task && s->events[i]->cpu == cpu &&
                     (!found || found->detached))
                         found = s->events[i];
         return found;
+}
+
+int pmu_sim_hold_exclusive(PmuBackend *b, PmuSimExclusive what, bool hold) {
+        PmuSim *s = (PmuSim *) b;
+        int r;
+
+        if (b->ops != &sim_ops || (what != PMU_SIM_EXCLUSIVE_LBR && what != PMU_SIM_EXCLUSIVE_BTS))
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        r = sim_exclusive_hold(s, what, hold);
+        pthread_mutex_unlock(&s->lock);
+        return r;
+}
+
+/* intel_pt_handle_vmx() with pt_pmu.vmx false: the transaction in
+ * progress is PARTIAL; VMXON clears TraceEn, VMXOFF restores it. */
+int pmu_sim_set_vmx(PmuBackend *b, unsigned cpu, bool on) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+
+        if (b->ops != &sim_ops || cpu >= s->opts.n_cpus)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        e = sim_pt_event(s, cpu);
+        if (!e) {
+                s->vmx_on[cpu] = on;
+                pthread_mutex_unlock(&s->lock);
+                return 0;
+        }
+        pthread_mutex_lock(&e->lock);
+        if (e->enabled && s->vmx_on[cpu] != on) {
+                bool was_tracing = sim_tracing(e);
+
+                s->vmx_on[cpu] = on;
+                e->aux_flags |= PERF_AUX_FLAG_PARTIAL;
+                if (was_tracing && e->aux)
+                        sim_produce_stop(e);
+                if (!on) {
+                        e->start = e->start == SIM_TRACE_RUN ? SIM_TRACE_RESUME : e->start;
+                        pthread_cond_broadcast(&e->cond);
+                }
+        } else
+                s->vmx_on[cpu] = on;
+        pthread_mutex_unlock(&e->lock);
+        pthread_mutex_unlock(&s->lock);
+        return 0;
+}
+
+int pmu_sim_inject_topa_stop(PmuBackend *b, unsigned cpu) {
+        PmuSim *s = (PmuSim *) b;
+        SimEvent *e;
+        int r = 0;
+
+        if (b->ops != &sim_ops || cpu >= s->opts.n_cpus)
+                return -EINVAL;
+        pthread_mutex_lock(&s->lock);
+        e = sim_pt_event(s, cpu);
+        if (e) {
+                pthread_mutex_lock(&e->lock);
+                if (e->enabled && e->aux) {
+                        bool was_tracing = sim_tracing(e);
+
+                        e->topa_stopped = true;
+                        if (was_tracing)
+                                sim_produce_stop(e);
+                } else
+                        r = -ENOENT;
+                pthread_mutex_unlock(&e->lock);
+        } else
+                r = -ENOENT;
+        pthread_mutex_unlock(&s->lock);
+        return r;
 }
 
 int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_size, uint64_t *ret_total) {

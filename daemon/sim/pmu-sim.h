@@ -7,22 +7,27 @@
  * CI, `ptraced --source=sim`). What it emulates, from
  * arch/x86/events/intel/pt.c and kernel/events/ring_buffer.c:
  *
- *  - perf_event_open of the intel_pt type: one event per CPU, CPU-wide
- *    only; config validated against the caps like the driver does (EINVAL);
- *    a second intel_pt event on a CPU gets EBUSY (the PMU is exclusive);
- *    an offline CPU gets ENODEV; a CPU going offline detaches its events
- *    for good (pmu_sim_set_cpu_online()).
+ *  - perf_event_open of the intel_pt type: config validated against the
+ *    caps like pt_event_valid() (EINVAL, validate.c); CPU-wide and
+ *    per-task events under the kernel's exclusivity rules (EBUSY,
+ *    exclusive.c); an offline CPU gets ENODEV; a CPU going offline detaches its events
+ *    for good (pmu_sim_set_cpu_online()). Per-task events exist for
+ *    those rules only: the emulation schedules no tasks, so their AUX
+ *    area cannot be mapped (EOPNOTSUPP).
  *  - mmap: the metadata page + data ring, then the AUX area at the
  *    aux_offset/aux_size written into the metadata page. AUX mapped
  *    PROT_READ is overwrite (snapshot) mode: the producer writes around the
  *    ring forever. Full-trace mode (PROT_WRITE) is not emulated (EOPNOTSUPP).
- *  - ENABLE: trace production starts; the stream begins with a PSB, as the
- *    hardware starts one when TraceEn is set; the first enable logs an
- *    ITRACE_START record in the data ring.
- *  - DISABLE: production stops at a packet boundary before the ioctl
- *    returns; aux_head is set to the write offset *within* the buffer (the
+ *  - ENABLE: trace production starts; the first enable's stream begins
+ *    with PSB+ and logs ITRACE_START, later ones resume without PSB+
+ *    (SimTraceStart).
+ *  - DISABLE: the stream ends (SIM_TRACE_STOP) before the ioctl returns;
+ *    aux_head is set to the write offset *within* the buffer (the
  *    snapshot-mode convention perf's intel_pt_find_snapshot expects) and a
- *    PERF_RECORD_AUX {offset, size = buffer size, OVERWRITE} is logged.
+ *    PERF_RECORD_AUX {offset, size = buffer size, OVERWRITE and PARTIAL or
+ *    TRUNCATED when they apply} is logged, as pt_event_stop() does at
+ *    every sched-out. ITRACE_START and AUX carry the pid/tid of what runs
+ *    on the CPU (SimTraceSource.current).
  *  - SET_FILTER: parsed and validated by the kernel's rules, with its
  *    errno (filter.c, common/pt/kernel-filter.h).
  *  - The AUX buffer starts zeroed, like the kernel's GFP_ZERO pages, which
@@ -46,14 +51,40 @@
 
 typedef struct SimTraceSource SimTraceSource;
 
+/* What the trace hardware does at a produce() call. The packets follow
+ * the SDM's table of packet generation on TraceEn changes: the kernel
+ * clears IA32_RTIT_STATUS, and with it the PSB byte counter
+ * (PacketByteCnt), only on an event's first start (pt_config(): "First
+ * round"), so only that start begins with PSB+; a later ENABLE resumes
+ * with TSC (TSCEn), TMA (TSCEn and MTCEn), CBR, and MODE.Exec + TIP.PGE
+ * when PacketEn is set after the WRMSR (never for a user-only event: the
+ * WRMSR runs in the kernel, and the first TIP.PGE comes on the return to
+ * user space). A DISABLE while PacketEn is set ends with FUP + TIP.PGD;
+ * with user-only tracing the interrupt that brought the CPU into the
+ * kernel already did. */
+typedef enum SimTraceStart {
+        SIM_TRACE_RUN = 0,    /* tracing goes on */
+        SIM_TRACE_FIRST = 1,  /* the event's first TraceEn 0->1: PSB+ first */
+        SIM_TRACE_RESUME = 2, /* TraceEn 0->1 again: no PSB+ (PacketByteCnt kept) */
+        SIM_TRACE_STOP = 3,   /* TraceEn 1->0: the rest of the stream up to its end */
+} SimTraceStart;
+
 struct SimTraceSource {
-        /* Called on `cpu`'s producer thread. Write complete packets of the
+        /* Called on `cpu`'s producer thread, and with SIM_TRACE_STOP on the
+         * thread that disables the event. Write complete packets of the
          * trace of `cpu` covering execution up to `until_tsc` into buf, at
          * most `max` bytes; return the number written (0 is fine) or
-         * negative errno (production on that CPU stops). When `start` is
-         * true tracing was just enabled: begin with PSB+. */
-        ssize_t (*produce)(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+         * negative errno (production on that CPU stops). `how` says
+         * whether tracing goes on, was just enabled, or is being stopped;
+         * with SIM_TRACE_STOP the PMU calls again, SIM_TRACE_STOP again,
+         * until 0 comes back, and the stream must then end where a decoder
+         * can stop (FUP + TIP.PGD when PacketEn was set). */
+        ssize_t (*produce)(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                            size_t max);
+        /* What runs on `cpu` now as far as the source knows: the current
+         * task the kernel puts into ITRACE_START and AUX records. May be
+         * NULL: then pid/tid 0 (idle). */
+        void (*current)(SimTraceSource *s, unsigned cpu, uint32_t *ret_pid, uint32_t *ret_tid);
         /* The recorder set address filters on `cpu`, which the emulated PMU
          * accepted by the kernel's rules: `n` ranges (none: filters cleared),
          * valid for the call only. May be NULL: a source without a filter
@@ -109,6 +140,31 @@ int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_
  * machine lacks: append a side-band record to that CPU's emulated tracking
  * event (-ENOENT when the CPU's tracking event is a real kernel one). */
 int pmu_sim_inject_sideband(PmuBackend *b, unsigned cpu, const void *record, size_t size);
+
+/* Other users of the hardware the kernel makes exclusive with intel_pt
+ * (x86_add_exclusive(); daemon/sim/exclusive.c). */
+typedef enum PmuSimExclusive {
+        PMU_SIM_EXCLUSIVE_LBR, /* perf record -b, perf record --call-graph lbr */
+        PMU_SIM_EXCLUSIVE_BTS, /* perf record -e intel_bts// */
+        PMU_SIM_EXCLUSIVE_PT,  /* intel_pt events: the emulated PMU's own */
+        _PMU_SIM_EXCLUSIVE_MAX,
+} PmuSimExclusive;
+
+/* For tests: another program opens (hold) or closes (!hold) an LBR or
+ * BTS event; -EBUSY when intel_pt events exclude it. */
+int pmu_sim_hold_exclusive(PmuBackend *b, PmuSimExclusive what, bool hold);
+
+/* For tests: a hypervisor enters (on) or leaves VMX operation on `cpu` of
+ * a machine whose PT cannot trace it (pt_pmu.vmx false): intel_pt_handle_vmx()
+ * flags the AUX transaction PERF_AUX_FLAG_PARTIAL, and no trace is written
+ * while VMX is on. */
+int pmu_sim_set_vmx(PmuBackend *b, unsigned cpu, bool on);
+
+/* For tests: the hardware hits a ToPA STOP on `cpu` (IA32_RTIT_STATUS.
+ * Stopped at the end of an output region): tracing stops, and the event's
+ * next stop writes its AUX record with PERF_AUX_FLAG_TRUNCATED
+ * (pt_handle_status()). -ENOENT without an enabled intel_pt event there. */
+int pmu_sim_inject_topa_stop(PmuBackend *b, unsigned cpu);
 
 /* Statistics: bytes produced per CPU so far. For tests and benchmarks
  * (test-pmu-sim, test-recorder, bench-snapshot): the daemon reports what

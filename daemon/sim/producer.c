@@ -52,6 +52,49 @@ void sim_take_truth(SimEvent *e) {
  * internal buffer to drain, and never for a preempted producer's bulk copy. */
 #define SIM_PIECE 4096
 
+/* Trace is being written: enabled, on an online CPU outside VMX
+ * operation, not stopped by the hardware, no source error. */
+bool sim_tracing(const SimEvent *e) {
+        const PmuSim *s = e->sim;
+
+        if (e->per_task || e->kind != SIM_EVENT_PT)
+                return false;
+        return e->enabled && s->online[e->cpu] && !s->vmx_on[e->cpu] && !e->topa_stopped &&
+               e->produce_error >= 0;
+}
+
+/* TraceEn 1->0 (a DISABLE, VMXON, a ToPA STOP): wait for the piece the
+ * producer may be making, then write the end of the stream the source
+ * owes: a start it never saw first, then SIM_TRACE_STOP until it has
+ * nothing more. Called with e->lock held, tracing already off. */
+void sim_produce_stop(SimEvent *e) {
+        SimTraceSource *src = e->sim->opts.source;
+        uint8_t buf[SIM_PIECE];
+        SimTraceStart how = e->start != SIM_TRACE_RUN ? e->start : SIM_TRACE_STOP;
+
+        while (e->producing)
+                pthread_cond_wait(&e->cond, &e->lock);
+        if (!e->aux || e->produce_error < 0 || !e->sim->online[e->cpu])
+                return;
+        for (unsigned i = 0; i < 4096; i++) {
+                ssize_t k = src->produce(src, e->cpu, pmu_sim_tsc_now(), how, buf, sizeof buf);
+
+                if (k < 0) {
+                        e->produce_error = (int) k;
+                        break;
+                }
+                if (k > 0) {
+                        sim_take_truth(e);
+                        sim_aux_write(e, buf, (size_t) k);
+                }
+                if (how != SIM_TRACE_STOP) {
+                        e->start = SIM_TRACE_RUN;
+                        how = SIM_TRACE_STOP;
+                } else if (k == 0)
+                        break;
+        }
+}
+
 void *sim_producer(void *userdata) {
         SimEvent *e = userdata;
         PmuSim *s = e->sim;
@@ -66,10 +109,10 @@ void *sim_producer(void *userdata) {
 
         pthread_mutex_lock(&e->lock);
         for (;;) {
-                bool start;
+                SimTraceStart start;
                 ssize_t k;
 
-                while (!e->quit && (!e->enabled || !s->online[e->cpu] || e->produce_error < 0)) {
+                while (!e->quit && !sim_tracing(e)) {
                         pthread_cond_wait(&e->cond, &e->lock);
                         last = now_nsec(CLOCK_MONOTONIC);
                         due = 0;
@@ -87,32 +130,39 @@ void *sim_producer(void *userdata) {
 
                 /* Produce what is due, a piece (whole packets) at a time. */
                 pthread_mutex_lock(&e->lock);
-                while (!e->quit && e->enabled && s->online[e->cpu] && e->produce_error >= 0 &&
-                       (due >= 64 || e->started)) {
+                while (!e->quit && sim_tracing(e) && (due >= 64 || e->start != SIM_TRACE_RUN)) {
                         size_t max = (size_t) MIN(due, (double) SIM_PIECE);
 
-                        start = e->started;
-                        if (start)
+                        start = e->start;
+                        if (start != SIM_TRACE_RUN)
                                 max = MAX(max, (size_t) 256); /* room for PSB+ */
+                        e->producing = true;
                         pthread_mutex_unlock(&e->lock);
 
                         k = src->produce(src, e->cpu, pmu_sim_tsc_now(), start, buf, max);
 
                         pthread_mutex_lock(&e->lock);
+                        e->producing = false;
+                        pthread_cond_broadcast(&e->cond);
                         if (k < 0) {
                                 e->produce_error = (int) k;
                                 break;
                         }
                         if (k == 0)
                                 break;
-                        /* A DISABLE while we produced: that execution was
-                         * not traced, and the next piece starts with PSB+. */
-                        if (!e->enabled || !s->online[e->cpu])
+                        /* A stop (DISABLE) waits for this piece and ends
+                         * the stream after it: the source gave these bytes
+                         * away, so they are written. An offline CPU's
+                         * stream is gone. */
+                        if (!s->online[e->cpu])
                                 break;
                         sim_take_truth(e);
                         sim_aux_write(e, buf, (size_t) k);
-                        e->started = false;
+                        if (e->start == start)
+                                e->start = SIM_TRACE_RUN;
                         due -= (double) k;
+                        if (!sim_tracing(e))
+                                break;
                 }
                 if (due < 0)
                         due = 0;

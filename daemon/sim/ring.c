@@ -59,10 +59,18 @@ void sim_ring_write(SimEvent *e, const void *rec, size_t size) {
         sim_wakeup(e);
 }
 
+/* The task current on the event's CPU: the kernel's records of a
+ * CPU-wide event carry it (perf_event_pid/tid(event, current) in
+ * perf_log_itrace_start() and perf_event_header__init_id()). */
 static PerfSampleId sim_sample_id(SimEvent *e) {
+        SimTraceSource *src = e->sim->opts.source;
+        uint32_t pid = 0, tid = 0;
+
+        if (src->current)
+                src->current(src, e->cpu, &pid, &tid);
         return (PerfSampleId){
-                .pid = 0,
-                .tid = 0,
+                .pid = pid,
+                .tid = tid,
                 .time = now_nsec(CLOCK_MONOTONIC),
                 .cpu = e->cpu,
                 .id = e->id,
@@ -74,7 +82,7 @@ void sim_log_record_itrace_start(SimEvent *e) {
         _cleanup_buffer_ Buffer b = BUFFER_NULL;
         PerfSampleId sid = sim_sample_id(e);
 
-        if (perf_record_append_itrace_start(&b, 0, 0, e->attr.sample_id_all ? &sid : NULL) >= 0)
+        if (perf_record_append_itrace_start(&b, sid.pid, sid.tid, e->attr.sample_id_all ? &sid : NULL) >= 0)
                 sim_ring_write(e, b.data, b.size);
 }
 
@@ -86,3 +94,22 @@ void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t fl
                 sim_ring_write(e, b.data, b.size);
 }
 
+/* pt_event_stop(PERF_EF_UPDATE), called at every sched-out of the event,
+ * in snapshot mode: pt_handle_status() turns a ToPA STOP into TRUNCATED
+ * and clears it, the handle keeps PARTIAL from intel_pt_handle_vmx() or
+ * pt_config_start(), and perf_aux_output_end() writes the record with
+ * aux_head, the whole buffer as its size and OVERWRITE. A CPU-wide event
+ * is sched out on DISABLE (and on close and CPU offline), not at context
+ * switches: those only switch task contexts (perf_event_task_sched_out()),
+ * and the CPU context's flexible events move only for a task with pinned
+ * events, which the emulation has none of. Called with e->lock held. */
+void sim_log_aux_at_stop(SimEvent *e) {
+        uint64_t flags = PERF_AUX_FLAG_OVERWRITE | e->aux_flags;
+
+        if (e->topa_stopped) {
+                flags |= PERF_AUX_FLAG_TRUNCATED;
+                e->topa_stopped = false;
+        }
+        sim_log_record_aux(e, e->aux_write, e->aux_size, flags);
+        e->aux_flags = 0;
+}

@@ -36,7 +36,8 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
 typedef struct SimSourceCpuStats {
         bool real;              /* a CPU of this machine: follows the real kernel */
         uint64_t bytes;         /* trace handed to the PMU */
-        uint64_t restarts;      /* streams begun (enable after disable) */
+        uint64_t restarts;      /* streams begun or resumed (enable after disable) */
+        uint64_t stops;         /* streams ended (disable) */
         uint64_t resyncs;       /* the simulation fell behind the PMU's clock and skipped ahead */
         uint64_t boundaries;    /* side-band changes of what runs (real CPUs) */
         uint64_t traced_runs;   /* runs of a thread whose user code was traced */

@@ -216,6 +216,29 @@ int synth_cpu_start(SynthCpu *c, SynthThread *t) {
         return 0;
 }
 
+int synth_cpu_resume(SynthCpu *c, SynthThread *t, uint64_t psb_left, uint64_t last_ip) {
+        int r;
+
+        r = synth_cpu_start(c, t);
+        if (r < 0)
+                return r;
+        c->pkt.next_psb = synth_pkt_offset(&c->pkt) + psb_left;
+        c->pkt.last_ip = last_ip;
+        r = synth_pkt_tsc(&c->pkt);
+        if (r >= 0)
+                r = synth_pkt_cbr(&c->pkt, c->pkt.cbr);
+        if (r >= 0 && packet_en(c)) {
+                uint64_t ip = walker(t)->ip;
+
+                r = synth_pkt_pge(&c->pkt, ip);
+                if (r >= 0)
+                        r = truth(c, SYNTH_TRUTH_TR_START, 0, ip);
+        }
+        if (r >= 0)
+                synth_pkt_flush(&c->pkt);
+        return r;
+}
+
 int synth_cpu_request_switch(SynthCpu *c, SynthThread *next) {
         if (synth_cpu_switch_pending(c) || next == c->cur || c->finished)
                 return -EBUSY;
@@ -379,6 +402,51 @@ int synth_cpu_run(SynthCpu *c, uint64_t until) {
         return 0;
 }
 
+/* The stream ends: no more ticks, no overflow begins; one in progress
+ * resolves first. 1 when it had ended already. */
+static int stream_end_begin(SynthCpu *c) {
+        if (c->finished)
+                return 1;
+        c->finished = true;
+        c->ovf_armed = false;
+        return c->pkt.overflow ? overflow_end(c) : 0;
+}
+
+/* Tracing stops at ip: FUP + TIP.PGD (pending TNT bits go first). */
+static int trace_off_at(SynthCpu *c, uint64_t ip) {
+        int r = synth_pkt_fup(&c->pkt, ip);
+
+        if (r >= 0)
+                r = synth_pkt_pgd(&c->pkt, 0);
+        if (r >= 0)
+                r = truth(c, SYNTH_TRUTH_TR_END, ip, 0);
+        return r;
+}
+
+static int stream_end_flush(SynthCpu *c) {
+        int r = synth_pkt_flush_tnt(&c->pkt);
+
+        if (r < 0)
+                return r;
+        synth_pkt_flush(&c->pkt);
+        return 0;
+}
+
+int synth_cpu_disable(SynthCpu *c) {
+        int r = stream_end_begin(c);
+
+        if (r != 0)
+                return r < 0 ? r : 0;
+        /* The walker stands at the next instruction to execute: every
+         * branch before it is in the trace. */
+        if (packet_en(c)) {
+                r = trace_off_at(c, walker(c->cur)->ip);
+                if (r < 0)
+                        return r;
+        }
+        return stream_end_flush(c);
+}
+
 /* The trace stops here. A decoder of it goes on past the last packet for
  * as long as the code needs no trace (direct jumps and calls), so we do
  * the same and log those branches; it must not run into code it cannot
@@ -387,15 +455,9 @@ int synth_cpu_finish(SynthCpu *c) {
         SynthThread *t = c->cur;
         int r;
 
-        if (c->finished)
-                return 0;
-        c->finished = true;
-        c->ovf_armed = false;
-        if (c->pkt.overflow) {
-                r = overflow_end(c);
-                if (r < 0)
-                        return r;
-        }
+        r = stream_end_begin(c);
+        if (r != 0)
+                return r < 0 ? r : 0;
         if (packet_en(c)) {
                 SynthWalker *w = walker(t);
                 unsigned i;
@@ -409,11 +471,7 @@ int synth_cpu_finish(SynthCpu *c) {
 
                                 if (b)
                                         at += b->insn_off[b->n_insns - 1];
-                                r = synth_pkt_fup(&c->pkt, at);
-                                if (r >= 0)
-                                        r = synth_pkt_pgd(&c->pkt, 0);
-                                if (r >= 0)
-                                        r = truth(c, SYNTH_TRUTH_TR_END, at, 0);
+                                r = trace_off_at(c, at);
                                 if (r < 0)
                                         return r;
                                 break;
@@ -431,11 +489,7 @@ int synth_cpu_finish(SynthCpu *c) {
                                 r = truth(c, SYNTH_TRUTH_CALL, s.from, s.to);
                         else if (s.kind == SYNTH_END_BAD) {
                                 /* Recursion cap: stop before the call. */
-                                r = synth_pkt_fup(&c->pkt, s.from);
-                                if (r >= 0)
-                                        r = synth_pkt_pgd(&c->pkt, 0);
-                                if (r >= 0)
-                                        r = truth(c, SYNTH_TRUTH_TR_END, s.from, 0);
+                                r = trace_off_at(c, s.from);
                                 if (r < 0)
                                         return r;
                                 break;
@@ -444,18 +498,10 @@ int synth_cpu_finish(SynthCpu *c) {
                                 return r;
                 }
                 if (i == FINISH_STEPS_MAX) {
-                        r = synth_pkt_fup(&c->pkt, w->ip);
-                        if (r >= 0)
-                                r = synth_pkt_pgd(&c->pkt, 0);
-                        if (r >= 0)
-                                r = truth(c, SYNTH_TRUTH_TR_END, w->ip, 0);
+                        r = trace_off_at(c, w->ip);
                         if (r < 0)
                                 return r;
                 }
         }
-        r = synth_pkt_flush_tnt(&c->pkt);
-        if (r < 0)
-                return r;
-        synth_pkt_flush(&c->pkt);
-        return 0;
+        return stream_end_flush(c);
 }

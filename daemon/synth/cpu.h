@@ -164,6 +164,15 @@ void synth_cpu_done(SynthCpu *c);
  * entry, or the idle loop). Writes the first PSB+. */
 int synth_cpu_start(SynthCpu *c, SynthThread *t);
 
+/* Start tracing with t running as the hardware resumes it: TraceEn 0->1
+ * with the PSB byte counter kept (the kernel clears IA32_RTIT_STATUS only
+ * on an event's first start, pt_config()). Per the SDM's table of packet
+ * generation on TraceEn 0->1 with PacketByteCnt > 0: TSC and TMA (when
+ * enabled), CBR, and MODE.Exec + TIP.PGE when PacketEn is set at once; no
+ * PSB+, the next comes after psb_left more bytes. last_ip is the decoder's
+ * last IP from the stream before, which IP compression goes on from. */
+int synth_cpu_resume(SynthCpu *c, SynthThread *t, uint64_t psb_left, uint64_t last_ip);
+
 /* Run until the CPU's TSC reaches until. */
 int synth_cpu_run(SynthCpu *c, uint64_t until);
 
@@ -179,6 +188,12 @@ static inline bool synth_cpu_switch_pending(const SynthCpu *c) {
 int synth_thread_park(SynthThread *t, const SynthKernel *k, bool kernel_walked);
 /* A new thread (after FORK): starts through ret_from_fork at entry. */
 int synth_thread_init_new(SynthThread *t, const SynthKernel *k, uint64_t entry);
+
+/* TraceEn 1->0 here (a disable): per the SDM's packet generation table,
+ * FUP(current IP) + TIP.PGD when PacketEn is set, nothing otherwise; the
+ * stream ends at an instruction boundary a decoder reaches, so that more
+ * trace (synth_cpu_resume() on a new SynthCpu) may follow. */
+int synth_cpu_disable(SynthCpu *c);
 
 /* Stop: continue to where the decoder will stop, flush everything. */
 int synth_cpu_finish(SynthCpu *c);

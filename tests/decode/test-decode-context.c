@@ -5,6 +5,7 @@
 #include <sys/mman.h>
 
 #include "client/decode/context.h"
+#include "client/decode/summary.h"
 #include "common/perf/record.h"
 #include "test.h"
 
@@ -271,5 +272,44 @@ static void test_untimed_union(void) {
         ASSERT_STREQ(decode_context_comm(ctx, 100, DECODE_TIME_UNKNOWN), "ls");
 }
 
-RUN_TESTS(TEST(test_threads), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored), TEST(test_leader_exit),
+/* The kernel's AUX flags per CPU (pt_event_stop() -> perf_aux_output_end():
+ * PARTIAL for a VMX guest PT could not trace, TRUNCATED after a ToPA
+ * STOP), counted from a time on, and what the summary says of them. */
+static void test_aux_flags(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        _cleanup_free_ char *out = NULL;
+        size_t out_size = 0;
+        PerfSampleId s;
+        FILE *f;
+
+        s = sid(0, 0, 100, 1);
+        ASSERT_OK(perf_record_append_aux(&b, 0, 4096, PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL, &s));
+        s = sid(0, 0, 200, 1);
+        ASSERT_OK(perf_record_append_aux(&b, 0, 4096, PERF_AUX_FLAG_OVERWRITE, &s));
+        s = sid(0, 0, 300, 2);
+        ASSERT_OK(perf_record_append_aux(&b, 0, 4096, PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_TRUNCATED, &s));
+        ctx = build(&b);
+
+        ASSERT_EQ_U64(decode_context_aux_flags(ctx, 1, 0), PERF_AUX_FLAG_PARTIAL);
+        ASSERT_EQ_U64(decode_context_aux_flags(ctx, 1, 100), PERF_AUX_FLAG_PARTIAL);
+        ASSERT_EQ_U64(decode_context_aux_flags(ctx, 1, 101), 0); /* ended before that trace began */
+        ASSERT_EQ_U64(decode_context_aux_flags(ctx, 2, 0), PERF_AUX_FLAG_TRUNCATED);
+        ASSERT_EQ_U64(decode_context_aux_flags(ctx, 0, 0), 0);
+
+        DecodeCpuIndex cis[3] = { { .cpu = 0 }, { .cpu = 1 }, { .cpu = 2 } };
+        DecodeIndex idx = { .cpus = cis, .n_cpus = 3 };
+        DecodeCpuStats stats[3] = {};
+        DecodeClock clock = {};
+
+        f = open_memstream(&out, &out_size);
+        ASSERT_NOT_NULL(f);
+        ASSERT_OK(decode_summary_print(f, &idx, stats, &clock, ctx, NULL, NULL));
+        fclose(f);
+        ASSERT_CONTAINS(out, "cpu 1: no trace while a VMX guest ran (PERF_AUX_FLAG_PARTIAL)");
+        ASSERT_CONTAINS(out, "cpu 2: tracing stopped early at a ToPA STOP (PERF_AUX_FLAG_TRUNCATED)");
+        ASSERT_NULL(strstr(out, "cpu 0:"));
+}
+
+RUN_TESTS(TEST(test_aux_flags), TEST(test_threads), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored), TEST(test_leader_exit),
           TEST(test_untimed_union));

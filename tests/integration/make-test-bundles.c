@@ -61,6 +61,7 @@ static int write_one(const char *dir, const char *file, const char *reason, cons
                         c->restarts = 2;
                         c->restarted_time = 4990000000ULL;
                 }
+                c->partial = kind == 1 && cpu == 1; /* a VMX guest ran untraced */
         }
         bundle_manifest_compute_window(m);
 

@@ -98,11 +98,14 @@ has "Verified: all 2 members"
 run 0 "$ptctl" info --directory "$dir" c.tar
 has "mmap of the AUX area failed"
 has "State: incomplete"
+run 0 "$ptctl" info "$dir/b.tar"
+has "CPU 1: no trace while a VMX guest ran (PERF_AUX_FLAG_PARTIAL)"
 run 0 "$ptctl" info --json "$dir/b.tar"
 python3 -c '
 import json, sys
 o = json.loads(sys.stdin.read())
 assert o["state"] == "truncated", o["state"]
+assert [c["partial"] for c in o["manifest"]["cpus"]] == [False, True], o["manifest"]["cpus"]
 assert o["manifest"]["trigger"]["reason"] == "crash"
 assert o["manifest"]["format_version"] == 1
 ' <<<"$out" || fail "info --json: $out"

@@ -6,7 +6,10 @@
 # error and with a sensible number of branches, the threads the decoder
 # attributes are the real ones (the workload's own pids and tids, with
 # their names), and a CPU beyond the machine's (synthetic processes, their
-# side-band injected) decodes too.
+# side-band injected) decodes too. Two freezes 20 ms apart: the second
+# bundle spans the first freeze, where every CPU's trace stopped and
+# resumed without PSB+ (the kernel clears the PSB byte counter on an
+# event's first start only, pt_config()), and decodes without an error.
 set -euo pipefail
 build=$1
 ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
@@ -66,6 +69,7 @@ CPUs=$n_cpus
 Rate=20M
 [Triggers]
 DuplicateSuppressionSec=0
+SourceRateLimitBurst=20
 [Storage]
 Directory=$tmp/bundles
 [Control]
@@ -114,6 +118,44 @@ for attempt in 1 2 3; do
     branches=$(echo "$total" | sed -n 's/.* \([0-9][0-9]*\) branches.*/\1/p')
     [ -n "$branches" ] && [ "$branches" -ge 20000 ] && break
     echo "snapshot $attempt: only ${branches:-no} branches, trying again" >&2
+done
+[ -z "$errors" ] || fail "$errors"
+
+# Two freezes 20 ms apart (the 1 MiB rings hold 50 ms or more): the
+# second bundle holds, on some CPU, trace from before the first freeze,
+# its end (FUP + TIP.PGD) and its resume (TSC, TMA, CBR). Retried as above.
+field() { # BUNDLE PYTHON-EXPRESSION-ON-o
+    "$ptctl" info --json "$1" | python3 -c "import json, sys; o = json.load(sys.stdin); print($2)"
+}
+for attempt in 1 2 3; do
+    before=$(bundles)
+    kill -USR2 "$daemon"
+    sleep 0.02
+    kill -USR2 "$daemon"
+    for _ in $(seq 300); do
+        [ "$(bundles)" -ge $((before + 2)) ] && break
+        sleep 0.1
+    done
+    [ "$(bundles)" -ge $((before + 2)) ] || fail "no two bundles after two SIGUSR2"
+    first=$(ls -tr "$tmp"/bundles/*.tar | tail -n2 | head -n1)
+    second=$(ls -tr "$tmp"/bundles/*.tar | tail -n1)
+    t1=$(field "$first" 'o["manifest"]["trigger"]["perf_time"]')
+    spans=$(field "$second" "sum(1 for c in o['manifest']['cpus'] if c.get('first_time', 1 << 64) < $t1)")
+    if [ "$spans" -lt 1 ]; then
+        errors="resume attempt $attempt: no CPU's trace in the second bundle reaches back to the first freeze"
+        echo "$errors" >&2
+        continue
+    fi
+    if ! "$ptctl" decode --strict --format=summary "$second" >"$tmp/summary" 2>&1; then
+        cat "$tmp/summary" >&2
+        errors="resume attempt $attempt: the bundle after the resume had decode errors (above)"
+        echo "$errors, trying again" >&2
+        continue
+    fi
+    errors=
+    echo "across a freeze and its resume, on $spans CPUs:"
+    sed 's/^/  /' "$tmp/summary"
+    break
 done
 kill -TERM "$daemon"
 wait "$daemon" || fail "daemon exited with $?"

@@ -5,19 +5,39 @@
 
 const uint8_t sim_test_psb[SIM_TEST_PKT] = { 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
                                              0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82 };
+/* Stand-ins for TSC+TMA+CBR (resume) and FUP+TIP.PGD (stop): what the
+ * PMU asked for, visible in the AUX area. */
+const uint8_t sim_test_resume[SIM_TEST_PKT] = { 0x19, 0x19, 0x19, 0x19, 0x19, 0x19, 0x19, 0x19,
+                                                0x02, 0x73, 0x02, 0x03, 0x19, 0x19, 0x19, 0x19 };
+const uint8_t sim_test_stop[SIM_TEST_PKT] = { 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d,
+                                              0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01, 0x01 };
 
-static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf, size_t max) {
+static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
+                       size_t max) {
         SimTestSource *t = (SimTestSource *) s;
         size_t n = 0;
 
         if (cpu >= ELEMENTSOF(t->seq))
                 return -EINVAL;
-        if (start) {
+        if (how == SIM_TRACE_STOP) {
+                /* One stop marker per stream, then nothing. */
+                if (t->stopped[cpu] || max < SIM_TEST_PKT)
+                        return 0;
+                memcpy(buf, sim_test_stop, SIM_TEST_PKT);
+                t->stopped[cpu] = true;
+                t->stops[cpu]++;
+                return SIM_TEST_PKT;
+        }
+        if (how != SIM_TRACE_RUN) {
                 if (max < SIM_TEST_PKT)
                         return 0;
-                memcpy(buf, sim_test_psb, SIM_TEST_PKT);
+                memcpy(buf, how == SIM_TRACE_FIRST ? sim_test_psb : sim_test_resume, SIM_TEST_PKT);
                 n = SIM_TEST_PKT;
-                t->starts[cpu]++;
+                if (how == SIM_TRACE_FIRST)
+                        t->starts[cpu]++;
+                else
+                        t->resumes[cpu]++;
+                t->stopped[cpu] = false;
         }
         while (n + SIM_TEST_PKT <= max) {
                 uint64_t v = ++t->seq[cpu];
@@ -26,6 +46,13 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool
                 n += SIM_TEST_PKT;
         }
         return (ssize_t) n;
+}
+
+static void current(SimTraceSource *s, unsigned cpu, uint32_t *ret_pid, uint32_t *ret_tid) {
+        SimTestSource *t = (SimTestSource *) s;
+
+        *ret_pid = cpu < ELEMENTSOF(t->pid) ? t->pid[cpu] : 0;
+        *ret_tid = cpu < ELEMENTSOF(t->tid) ? t->tid[cpu] : 0;
 }
 
 static int set_filter(SimTraceSource *s, unsigned cpu, const KernelFilter *filters, size_t n) {
@@ -52,6 +79,7 @@ SimTestSource *sim_test_source_new(void) {
         ASSERT_NOT_NULL(t);
         t->base.produce = produce;
         t->base.set_filter = set_filter;
+        t->base.current = current;
         t->base.free = source_free;
         return t;
 }

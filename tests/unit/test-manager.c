@@ -136,21 +136,38 @@ static void test_config(char *dir, PtracedConfig *c) {
         c->source = TRACE_SOURCE_SIM;
 }
 
+/* A manager on N_CPUS emulated CPUs with 64 KiB rings, bundles in dir (a
+ * mkdtemp() template), started; *ret_backend is its (emulated) PMU. */
+static Manager *manager_on_sim(char *dir, PmuBackend **ret_backend) {
+        Manager *m = NULL;
+        PtracedConfig c;
+
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        ptraced_config_init(&c);
+        c.directory = strdup(dir);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        c.buffer_size = 64 * 1024;
+        c.source = TRACE_SOURCE_SIM;
+
+        manager_block_signals();
+        *ret_backend = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
+        ASSERT_OK(manager_new(&c, *ret_backend, &m));
+        ptraced_config_done(&c);
+        return m;
+}
+
 static void test_manager(void) {
         char dir[] = "/tmp/test-manager-XXXXXX";
         _cleanup_(manager_freep) Manager *m = NULL;
-        PtracedConfig c;
         Truth truth = {};
         Done d1 = {}, d2 = {}, d3 = {};
         SnapshotStats stats;
+        PmuBackend *b;
 
-        test_config(dir, &c);
-        c.buffer_size = 64 * 1024;
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
 
-        manager_block_signals();
-        PmuBackend *b = sim_test_backend_new(N_CPUS, 8 << 20, NULL);
-        ASSERT_OK(manager_new(&c, b, &m));
-        ptraced_config_done(&c);
+        m = manager_on_sim(dir, &b);
         manager_set_snapshot_hook(m, on_snapshot, &truth);
         ASSERT_OK(manager_start(m, 0));
         ASSERT_CONTAINS(manager_status_text(m), "recording 3 CPUs, 64.0 KiB each");
@@ -333,4 +350,50 @@ static void test_max_bundle_size(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
-RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size));
+/* The kernel's AUX flags reach the bundle per CPU: a VMX guest that ran
+ * untraced (PARTIAL, intel_pt_handle_vmx()) and a ToPA STOP (TRUNCATED,
+ * pt_handle_status()), as the emulated PMU writes them into the event's
+ * PERF_RECORD_AUX at the freeze's DISABLE. */
+static void test_aux_flags(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+        _cleanup_free_ char *err = NULL;
+        const BundleManifest *mf;
+        PmuBackend *b;
+        Done d = {};
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from real system-wide perf events");
+
+        m = manager_on_sim(dir, &b);
+        ASSERT_OK(manager_start(m, 0));
+        for (int i = 0; i < 5; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        ASSERT_OK(pmu_sim_set_vmx(b, 1, true));
+        ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        ASSERT_OK(pmu_sim_set_vmx(b, 1, false));
+        ASSERT_OK(pmu_sim_inject_topa_stop(b, 2));
+        manager_trigger(m, request("aux-flags", &d));
+        run_until(m, &d.called);
+        ASSERT_OK(d.error);
+
+        ASSERT_OK(bundle_reader_open(d.path, NULL, &r, &err));
+        mf = bundle_reader_manifest(r);
+        ASSERT_EQ(mf->n_cpus, N_CPUS);
+        for (size_t i = 0; i < mf->n_cpus; i++) {
+                const BundleCpu *bc = &mf->cpus[i];
+
+                ASSERT_EQ(bc->partial, bc->cpu == 1);
+                ASSERT_EQ(bc->truncated, bc->cpu == 2);
+                ASSERT_FALSE(bc->collision);
+        }
+        ASSERT_TRUE(bundle_manifest_is_truncated(mf));
+
+        m = manager_free(m);
+        free(d.path);
+        ASSERT_OK(rm_rf(dir));
+}
+
+RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size), TEST(test_aux_flags));

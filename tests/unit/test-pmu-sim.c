@@ -180,13 +180,17 @@ static void test_wrap_and_reenable(void) {
         ASSERT_EQ(memcmp(lin, truth, ev.aux_size), 0);
         total1 = total;
 
-        /* Enable again: production continues at the same offset and starts
-         * with a PSB. */
+        /* The stream ended with the source's stop packets (TraceEn 1->0). */
+        ASSERT_EQ(memcmp(ev.aux + ((total1 - PKT) % ev.aux_size), sim_test_stop, PKT), 0);
+
+        /* Enable again: production continues at the same offset and
+         * resumes without PSB+: the kernel clears the PSB byte counter on
+         * the first start only (pt_config(), "First round"). */
         ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
         wait_for_bytes(b, 1, total1 + 64);
         ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
         ASSERT_OK(pmu_sim_truth(b, 1, &truth, &truth_size, &total));
-        ASSERT_EQ(memcmp(ev.aux + (total1 % ev.aux_size), psb, MIN((size_t) PKT, ev.aux_size - total1 % ev.aux_size)), 0);
+        ASSERT_EQ(memcmp(ev.aux + (total1 % ev.aux_size), sim_test_resume, PKT), 0);
         head = ring_load_acquire(&((struct perf_event_mmap_page *) ev.ring)->aux_head);
         ASSERT_EQ_U64(head, total % ev.aux_size);
         memcpy(lin, ev.aux + head, ev.aux_size - head);
@@ -219,7 +223,7 @@ static void test_errors(void) {
         a.config = 1 | (1ULL << 12); /* ptw: caps/ptwrite is 0 */
         ASSERT_ERROR(pmu_backend_event_open(b, &a, -1, 0, -1, 0), EINVAL);
         a.config = 1;
-        ASSERT_ERROR(pmu_backend_event_open(b, &a, getpid(), -1, -1, 0), EINVAL);
+        ASSERT_ERROR(pmu_backend_event_open(b, &a, -1, -1, -1, 0), EINVAL); /* neither task nor CPU */
         ASSERT_ERROR(pmu_backend_event_open(b, &a, -1, 7, -1, 0), EINVAL);
 
         /* Exclusive per CPU. */
@@ -532,5 +536,216 @@ static void test_tsc(void) {
         ASSERT_EQ_U64(perf_time_to_tsc(&c, t), tsc & ~1ULL);
 }
 
+
+/* TraceEn 0->1 after the first start keeps the PSB byte counter
+ * (pt_config() clears IA32_RTIT_STATUS on the "First round" only): the
+ * source is asked for PSB+ once, for a resume (TSC, TMA, CBR...) at every
+ * later ENABLE, and for the stream's end (FUP + TIP.PGD) at every
+ * DISABLE, also one that follows its ENABLE before anything was made. */
+static void test_start_kinds(void) {
+        SimTestSource *src;
+        _cleanup_(pmu_backend_freep) PmuBackend *b = sim_test_backend_new(1, 4 << 20, &src);
+        uint64_t total;
+        Ev ev;
+
+        ASSERT_OK(open_pt(b, 0, "intel_pt//u", &ev, 65536));
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        wait_for_bytes(b, 0, 256);
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+        ASSERT_EQ(src->starts[0], 1);
+        ASSERT_EQ(src->resumes[0], 0);
+        ASSERT_EQ(src->stops[0], 1);
+        total = pmu_sim_bytes_produced(b, 0);
+        ASSERT_EQ(memcmp(ev.aux, psb, PKT), 0);
+        ASSERT_EQ(memcmp(ev.aux + total - PKT, sim_test_stop, PKT), 0);
+
+        /* ENABLE, DISABLE at once: the resume and the end still come, in
+         * that order, right where the last stream ended. */
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+        ASSERT_EQ(src->starts[0], 1);
+        ASSERT_EQ(src->resumes[0], 1);
+        ASSERT_EQ(src->stops[0], 2);
+        ASSERT_EQ(memcmp(ev.aux + total, sim_test_resume, PKT), 0);
+        total = pmu_sim_bytes_produced(b, 0);
+        ASSERT_EQ(memcmp(ev.aux + total - PKT, sim_test_stop, PKT), 0);
+        ASSERT_EQ_U64(ring_load_acquire(&((struct perf_event_mmap_page *) ev.ring)->aux_head), total);
+
+        /* No PSB anywhere but at the very start. */
+        for (size_t off = PKT; off + PKT <= total; off += PKT)
+                ASSERT_TRUE(memcmp(ev.aux + off, psb, PKT) != 0);
+        close_ev(b, &ev);
+}
+
+/* pt_event_valid(): "branch" only with "pt" (bit 0); mtc_period checked
+ * against caps/mtc_periods whenever the MTC group (mtc or mtc_period) is
+ * set, cyc_thresh and psb_period when nonzero. */
+static void test_config_rules(void) {
+        _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(1, 1 << 20);
+        const struct {
+                uint64_t config;
+                int error;
+        } cases[] = {
+                { 1ULL << 13, -EINVAL },                      /* branch without pt */
+                { 1 | (1ULL << 13), 0 },                      /* pt,branch */
+                { 1, 0 },                                     /* pt without branch: not a Broadwell */
+                { 0, 0 },                                     /* legacy: the driver sets BranchEn */
+                { 1 | (1ULL << 14), -EINVAL },                /* mtc_period=1 (not in 0x249), mtc off */
+                { 1 | (3ULL << 14), 0 },                      /* mtc_period=3, mtc off */
+                { 1 | (1ULL << 9), 0 },                       /* mtc, mtc_period=0: bit 0 of 0x249 */
+                { 1 | (1ULL << 9) | (2ULL << 14), -EINVAL },  /* mtc, mtc_period=2 */
+                { 1 | (14ULL << 19), -EINVAL },               /* cyc_thresh=14 (not in 0x3fff), cyc off */
+                { 1 | (13ULL << 19), 0 },                     /* cyc_thresh=13, cyc off */
+                { 1 | (1ULL << 1) | (6ULL << 24), -EINVAL },  /* psb_period=6 (not in 0x3f) */
+                { 1 | (1ULL << 1) | (5ULL << 24), 0 },        /* cyc, psb_period=5 */
+                { 1 | (1ULL << 5), -EINVAL },                 /* fup_on_ptw: no ptwrite in the caps */
+                { 1 | (1ULL << 31), -EINVAL },                /* event: caps/event_trace 0 */
+        };
+
+        for (size_t i = 0; i < ELEMENTSOF(cases); i++) {
+                struct perf_event_attr a = { .size = sizeof a, .type = PMU_SIM_PMU_TYPE, .config = cases[i].config };
+                int fd = pmu_backend_event_open(b, &a, -1, 0, -1, 0);
+
+                if (cases[i].error < 0) {
+                        ASSERT_EQ(fd, cases[i].error);
+                        continue;
+                }
+                ASSERT_OK(fd);
+                ASSERT_OK(pmu_backend_close(b, fd));
+        }
+}
+
+static int open_task(PmuBackend *b, pid_t pid, int cpu) {
+        struct perf_event_attr a = { .size = sizeof a, .type = PMU_SIM_PMU_TYPE, .config = 1 | (1ULL << 13) };
+
+        return pmu_backend_event_open(b, &a, pid, cpu, -1, 0);
+}
+
+/* The kernel's exclusivity: per-task and CPU-wide intel_pt events never
+ * coexist (exclusive_event_init()), one event per context and CPU
+ * (exclusive_event_installable()), and PT excludes LBR and BTS users
+ * machine-wide on a Skylake (x86_add_exclusive()). */
+static void test_exclusive(void) {
+        _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(2, 1 << 20);
+        int t1, t2, t3, c0;
+        void *p;
+        Ev ev;
+
+        /* Per-task events: gdb's record btrace pt, perf record -p. */
+        t1 = open_task(b, 0, -1);
+        ASSERT_OK(t1);
+        ASSERT_ERROR(open_task(b, 0, -1), EBUSY); /* same task, any CPU */
+        ASSERT_ERROR(open_task(b, 0, 1), EBUSY);  /* same task, one CPU vs any */
+        t2 = open_task(b, getppid(), -1);         /* another task: its own context */
+        ASSERT_OK(t2);
+        ASSERT_ERROR(open_task(b, INT32_MAX, -1), ESRCH);
+        /* No AUX area for them here: no task is ever scheduled. */
+        Ev te = {};
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        ASSERT_OK(pmu_backend_mmap(b, t1, page * 3, PROT_READ | PROT_WRITE, 0, &te.ring));
+        ((struct perf_event_mmap_page *) te.ring)->aux_offset = page * 3;
+        ((struct perf_event_mmap_page *) te.ring)->aux_size = page * 2;
+        ASSERT_ERROR(pmu_backend_mmap(b, t1, page * 2, PROT_READ, (off_t) page * 3, &p), EOPNOTSUPP);
+        ASSERT_OK(pmu_backend_munmap(b, t1, te.ring, page * 3));
+
+        /* A CPU-wide event while per-task ones exist, and the reverse. */
+        ASSERT_ERROR(open_pt(b, 0, "intel_pt//", &ev, 8192), EBUSY);
+        ASSERT_OK(pmu_backend_close(b, t1));
+        ASSERT_OK(pmu_backend_close(b, t2));
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, 8192));
+        ASSERT_ERROR(open_task(b, 0, -1), EBUSY);
+        ASSERT_ERROR(open_task(b, 0, 1), EBUSY);
+
+        /* LBR and BTS against PT, both ways. */
+        ASSERT_ERROR(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_LBR, true), EBUSY);
+        ASSERT_ERROR(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_BTS, true), EBUSY);
+        close_ev(b, &ev);
+        ASSERT_OK(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_LBR, true));
+        ASSERT_ERROR(open_pt(b, 0, "intel_pt//", &ev, 8192), EBUSY);
+        ASSERT_ERROR(open_task(b, 0, -1), EBUSY);
+        ASSERT_ERROR(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_BTS, true), EBUSY);
+        ASSERT_OK(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_LBR, false));
+        ASSERT_OK(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_BTS, true));
+        ASSERT_ERROR(open_task(b, 0, -1), EBUSY);
+        ASSERT_OK(pmu_sim_hold_exclusive(b, PMU_SIM_EXCLUSIVE_BTS, false));
+
+        /* Per-task on two CPUs of one task: different CPUs, both fine;
+         * every count returns to zero when they close. */
+        t1 = open_task(b, 0, 0);
+        t3 = open_task(b, 0, 1);
+        ASSERT_OK(t1);
+        ASSERT_OK(t3);
+        ASSERT_OK(pmu_backend_close(b, t1));
+        ASSERT_OK(pmu_backend_close(b, t3));
+        c0 = open_task(b, -1, 0);
+        ASSERT_OK(c0);
+        ASSERT_OK(pmu_backend_close(b, c0));
+}
+
+/* PERF_RECORD_AUX at each stop (pt_event_stop() -> perf_aux_output_end()):
+ * PARTIAL when a VMX guest ran on a CPU whose PT cannot trace it
+ * (intel_pt_handle_vmx(), pt_config_start()), TRUNCATED after a ToPA STOP
+ * (pt_handle_status()); the flags belong to one transaction. ITRACE_START
+ * and AUX carry the task current on the CPU. */
+static void test_aux_records(void) {
+        SimTestSource *src;
+        _cleanup_(pmu_backend_freep) PmuBackend *b = sim_test_backend_new(1, 4 << 20, &src);
+        PerfRecord recs[16];
+        uint64_t before;
+        unsigned n;
+        Ev ev;
+
+        src->pid[0] = 4321;
+        src->tid[0] = 4322;
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, 65536));
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        wait_for_bytes(b, 0, 256);
+        ASSERT_OK(pmu_sim_set_vmx(b, 0, true));
+        before = pmu_sim_bytes_produced(b, 0);
+        (void) poll(NULL, 0, 5);
+        ASSERT_EQ_U64(pmu_sim_bytes_produced(b, 0), before); /* VMXON cleared TraceEn */
+        src->pid[0] = 99;
+        src->tid[0] = 100;
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+
+        /* ENABLE with VMX still on: PARTIAL again, nothing written. */
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+        ASSERT_OK(pmu_sim_set_vmx(b, 0, false));
+
+        /* A clean transaction. */
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        wait_for_bytes(b, 0, before + 256);
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+
+        /* A ToPA STOP: tracing stops at once, TRUNCATED at the stop. */
+        ASSERT_ERROR(pmu_sim_inject_topa_stop(b, 0), ENOENT); /* not enabled */
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        ASSERT_OK(pmu_sim_inject_topa_stop(b, 0));
+        before = pmu_sim_bytes_produced(b, 0);
+        (void) poll(NULL, 0, 5);
+        ASSERT_EQ_U64(pmu_sim_bytes_produced(b, 0), before);
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+
+        n = read_records(&ev, recs, 16);
+        ASSERT_EQ(n, 5);
+        ASSERT_EQ(recs[0].type, PERF_RECORD_ITRACE_START);
+        ASSERT_EQ(recs[0].itrace_start.pid, 4321);
+        ASSERT_EQ(recs[0].itrace_start.tid, 4322);
+        ASSERT_EQ(recs[0].sid.pid, 4321);
+        for (unsigned i = 1; i < n; i++) {
+                ASSERT_EQ(recs[i].type, PERF_RECORD_AUX);
+                ASSERT_EQ(recs[i].aux.aux_size, ev.aux_size);
+                ASSERT_EQ(recs[i].sid.pid, 99);
+                ASSERT_EQ(recs[i].sid.tid, 100);
+        }
+        ASSERT_EQ(recs[1].aux.flags, PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL);
+        ASSERT_EQ(recs[2].aux.flags, PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_PARTIAL);
+        ASSERT_EQ(recs[3].aux.flags, PERF_AUX_FLAG_OVERWRITE);
+        ASSERT_EQ(recs[4].aux.flags, PERF_AUX_FLAG_OVERWRITE | PERF_AUX_FLAG_TRUNCATED);
+        close_ev(b, &ev);
+}
+
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
-          TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc));
+          TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc),
+          TEST(test_start_kinds), TEST(test_config_rules), TEST(test_exclusive), TEST(test_aux_records));

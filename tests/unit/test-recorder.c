@@ -239,6 +239,53 @@ static void test_hotplug_fast_cycle(void) {
         fixture_done(&f);
 }
 
+/* The kernel's other reasons for EBUSY, emulated by the sim PMU as the
+ * kernel applies them (exclusive_event_init(), x86_add_exclusive()): a
+ * per-task intel_pt user (gdb's record btrace pt) or an LBR user (perf
+ * record -b) keeps every CPU from recording, and the message names them;
+ * once they are gone, every CPU records. */
+static void test_busy_causes(void) {
+        struct perf_event_attr a;
+        RecorderCpuInfo info;
+        nsec_t now = now_nsec(CLOCK_MONOTONIC);
+        Fixture f;
+        int task;
+
+        fixture_init(&f, 2, 1 << 20, 16 * 1024);
+        pt_event_config_to_attr(&f.event, f.pmu->type, &a);
+        task = pmu_backend_event_open(f.backend, &a, 0, -1, -1, 0);
+        ASSERT_OK(task);
+        /* x86_add_exclusive(): the per-task PT event keeps LBR out too. */
+        ASSERT_ERROR(pmu_sim_hold_exclusive(f.backend, PMU_SIM_EXCLUSIVE_LBR, true), EBUSY);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now), 2);
+        ASSERT_EQ(recorder_n_recording(f.rec), 0);
+        for (unsigned cpu = 0; cpu < 2; cpu++) {
+                ASSERT_OK(recorder_cpu_info(f.rec, cpu, &info));
+                ASSERT_EQ(info.state, RECORDER_CPU_RETRY);
+                ASSERT_EQ(info.error, -EBUSY);
+                ASSERT_CONTAINS(info.error_text, "per-task intel_pt user");
+                ASSERT_CONTAINS(info.error_text, "gdb 'record btrace pt'");
+                ASSERT_CONTAINS(info.error_text, "LBR or BTS user");
+                ASSERT_CONTAINS(info.error_text, "--call-graph lbr");
+                ASSERT_CONTAINS(info.error_text, "intel_bts//");
+        }
+
+        /* The per-task user goes, an LBR user comes: still EBUSY. */
+        ASSERT_OK(pmu_backend_close(f.backend, task));
+        ASSERT_OK(pmu_sim_hold_exclusive(f.backend, PMU_SIM_EXCLUSIVE_LBR, true));
+        ASSERT_OK(recorder_cpu_info(f.rec, 0, &info));
+        ASSERT_EQ(recorder_sync_cpus(f.rec, info.retry_at), 0);
+        ASSERT_EQ(recorder_n_recording(f.rec), 0);
+        ASSERT_OK(pmu_sim_hold_exclusive(f.backend, PMU_SIM_EXCLUSIVE_LBR, false));
+        ASSERT_OK(recorder_cpu_info(f.rec, 0, &info));
+        ASSERT_EQ(recorder_sync_cpus(f.rec, info.retry_at), 2);
+        ASSERT_EQ(recorder_n_recording(f.rec), 2);
+
+        /* While it records, per-task users get EBUSY. */
+        ASSERT_ERROR(pmu_backend_event_open(f.backend, &a, 0, -1, -1, 0), EBUSY);
+        fixture_done(&f);
+}
+
 /* Another intel_pt user holds CPU 1: that CPU retries with backoff, the
  * others record; once released, CPU 1 joins. */
 static void test_busy_retry(void) {
@@ -357,5 +404,6 @@ static void test_sideband_drain(void) {
         fixture_done(&f);
 }
 
-RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle), TEST(test_busy_retry), TEST(test_rates_and_resize),
+RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle), TEST(test_busy_retry),
+          TEST(test_busy_causes), TEST(test_rates_and_resize),
           TEST(test_sideband_drain));

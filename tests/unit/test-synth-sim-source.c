@@ -145,8 +145,9 @@ static void rig_done(Rig *r) {
 }
 
 /* What the PMU's producer thread does for one tick: ask for pieces until
- * the source has nothing more. Returns the bytes taken. */
-static size_t rig_tick(Rig *r, uint64_t until, bool start, size_t max, Buffer *into) {
+ * the source has nothing more (a stop: what the PMU's DISABLE does).
+ * Returns the bytes taken. */
+static size_t rig_tick(Rig *r, uint64_t until, SimTraceStart start, size_t max, Buffer *into) {
         uint8_t buf[PIECE];
         size_t total = 0;
 
@@ -162,7 +163,8 @@ static size_t rig_tick(Rig *r, uint64_t until, bool start, size_t max, Buffer *i
                 r->max_seen = MAX(r->max_seen, (uint64_t)n);
                 ASSERT_OK(buffer_append(into ?: &r->trace, buf, (size_t)n));
                 total += (size_t)n;
-                start = false;
+                if (start != SIM_TRACE_STOP)
+                        start = SIM_TRACE_RUN;
         }
         rig_drain(r);
         return total;
@@ -171,13 +173,13 @@ static size_t rig_tick(Rig *r, uint64_t until, bool start, size_t max, Buffer *i
 /* Run `ms` milliseconds of the PMU's clock in 1 ms ticks. */
 static void rig_run(Rig *r, unsigned ms, size_t max) {
         uint64_t end = now_nsec(CLOCK_MONOTONIC) + (uint64_t)ms * NSEC_PER_MSEC;
-        bool start = r->trace.size == 0;
+        SimTraceStart start = r->trace.size == 0 ? SIM_TRACE_FIRST : SIM_TRACE_RUN;
 
         while (now_nsec(CLOCK_MONOTONIC) < end) {
                 size_t n = rig_tick(r, pmu_sim_tsc_now(), start, max, NULL);
 
                 if (n > 0)
-                        start = false;
+                        start = SIM_TRACE_RUN;
                 msleep(1);
         }
 }
@@ -514,8 +516,9 @@ static void test_small_pieces(void) {
         rig_done(&r);
 }
 
-/* An enable after a disable: the next bytes begin with PSB+ and decode on
- * their own; a producer that stalls 60 ms skips ahead with a clean end. */
+/* A new event's first start on a CPU that was traced (SIM_TRACE_FIRST):
+ * the next bytes begin with PSB+ and decode on their own; a producer that
+ * stalls 60 ms skips ahead with a clean end. */
 static void test_restart_and_stall(void) {
         unsigned real = n_real_cpus();
         _cleanup_buffer_ Buffer again = BUFFER_NULL;
@@ -532,10 +535,10 @@ static void test_restart_and_stall(void) {
 
         /* Restart: what the PMU gets from here is a new stream. */
         until = pmu_sim_tsc_now();
-        ASSERT_TRUE(rig_tick(&r, until, true, PIECE, &again) > 0);
+        ASSERT_TRUE(rig_tick(&r, until, SIM_TRACE_FIRST, PIECE, &again) > 0);
         for (unsigned i = 0; i < 100; i++) {
                 msleep(1);
-                (void)rig_tick(&r, pmu_sim_tsc_now(), false, PIECE, &again);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RUN, PIECE, &again);
         }
         ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
         ASSERT_EQ(cs.restarts, 2);
@@ -543,13 +546,13 @@ static void test_restart_and_stall(void) {
 
         /* A stall: the clock jumps 60 ms between two calls. */
         until = pmu_sim_tsc_now() + PMU_SIM_TSC_HZ / 1000 * 60;
-        (void)rig_tick(&r, until, false, PIECE, &again);
+        (void)rig_tick(&r, until, SIM_TRACE_RUN, PIECE, &again);
         ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
         ASSERT_EQ(cs.resyncs, resyncs + 1);
         msleep(80);
         for (unsigned i = 0; i < 50; i++) {
                 msleep(1);
-                (void)rig_tick(&r, pmu_sim_tsc_now(), false, PIECE, &again);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RUN, PIECE, &again);
         }
 
         check_packets(&again, &ps);
@@ -563,6 +566,99 @@ static void test_restart_and_stall(void) {
         ASSERT_TRUE(check_insn_flow(&again, image) > 0);
         pt_image_free(image);
         free(ps.pge_ips);
+        rig_done(&r);
+}
+
+/* TraceEn 1->0 and 0->1 as the kernel drives them after the first start
+ * (pt_config() clears the PSB byte counter only then): a stop ends the
+ * stream where a decoder can stop, the resume starts with TSC, TMA and
+ * CBR, not PSB+, and libipt decodes the whole stream across both without
+ * an error. */
+static void test_stop_and_resume(void) {
+        unsigned real = n_real_cpus();
+        struct pt_image *image;
+        SimSourceCpuStats cs;
+        SidebandStats sb;
+        PacketStats ps;
+        size_t stop1, psbs_before;
+        uint64_t resyncs;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 100, PIECE);
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+        stop1 = r.trace.size;
+        check_packets(&r.trace, &ps);
+        psbs_before = ps.psbs;
+        free(ps.pge_ips);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        resyncs = cs.resyncs;
+
+        msleep(20); /* tracing off */
+        ASSERT_TRUE(rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RESUME, PIECE, NULL) > 0);
+        for (unsigned i = 0; i < 100; i++) {
+                msleep(1);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RUN, PIECE, NULL);
+        }
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_EQ(cs.restarts, 2);
+        ASSERT_EQ(cs.stops, 2);
+
+        /* The resume: a TSC (then TMA, CBR) where the first stream ended,
+         * no PSB there. */
+        ASSERT_TRUE(r.trace.size > stop1 + 16);
+        ASSERT_EQ(r.trace.data[stop1], 0x19);
+        ASSERT_TRUE(memcmp(r.trace.data + stop1, psb, sizeof psb) != 0);
+        check_packets(&r.trace, &ps);
+        /* PSBs after the resume come only from the byte counter, one per
+         * 16 KiB (psb_period=3) at most, and from the simulation's own
+         * skips ahead when a loaded machine starves it (resyncs). */
+        ASSERT_TRUE(ps.psbs - psbs_before <= (r.trace.size - stop1) / 16384 + 1 + (cs.resyncs - resyncs));
+
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        ASSERT_TRUE(check_insn_flow(&r.trace, image) > 1000);
+        pt_image_free(image);
+        free(ps.pge_ips);
+        rig_done(&r);
+}
+
+/* Many disables and enables at every moment of the simulation, with
+ * pieces of every size: each stop ends the stream where a decoder can
+ * stop (FUP + TIP.PGD whenever PacketEn is set: a thread stopped in
+ * traced code), so libipt decodes the whole stream without an error. */
+static void test_many_resumes(void) {
+        unsigned real = n_real_cpus();
+        struct pt_image *image;
+        SimSourceCpuStats cs;
+        SidebandStats sb;
+        uint64_t insns;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 20, PIECE);
+        for (unsigned k = 0; k < 150; k++) {
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+                msleep(k % 3);
+                (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RESUME, PIECE, NULL);
+                for (unsigned i = 0; i < k % 7; i++) {
+                        msleep(1);
+                        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_RUN, (k & 1) ? PIECE : 64, NULL);
+                }
+        }
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+        ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
+        ASSERT_EQ(cs.stops, 151);
+        image = pt_image_alloc("synthetic");
+        ASSERT_NOT_NULL(image);
+        check_sideband(&r.sideband, real, image, &sb);
+        insns = check_insn_flow(&r.trace, image);
+        printf("150 resumes: %zu bytes, %" PRIu64 " instructions\n", r.trace.size, insns);
+        pt_image_free(image);
         rig_done(&r);
 }
 
@@ -747,4 +843,4 @@ static void test_cost(void) {
 }
 
 RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
-          TEST(test_restart_and_stall), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));
+          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));

@@ -248,6 +248,13 @@ typedef struct SimCpu {
 
         /* The CPU's producer thread only. */
         bool inited, fresh;
+        bool stopped; /* the stream ended (SIM_TRACE_STOP); what it owes is in out */
+
+        /* What runs now by the side-band, pid << 32 | tid: the newest switch
+         * read (real CPUs) or written (synthetic ones). Atomic: the PMU reads
+         * it for its records' pid/tid on the thread that enables or
+         * disables. */
+        uint64_t sb_now;
         SynthCpu sc;
         SynthThread *idle;
         Buffer out; /* synthesized, not taken: [out_head, out.size) */
@@ -398,6 +405,10 @@ void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t
 int sim_syn_world_new(SimSource *s, SimCpu *c);
 int sim_syn_advance(SimSource *s, SimCpu *c, uint64_t horizon);
 
+static inline void sim_cpu_set_current(SimCpu *c, uint32_t pid, uint32_t tid) {
+        __atomic_store_n(&c->sb_now, (uint64_t)pid << 32 | tid, __ATOMIC_RELAXED);
+}
+
 /* stream.c */
-ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                            size_t max);

@@ -90,7 +90,8 @@ ssize_t sim_out_take(SimCpu *c, uint8_t *buf, size_t max) {
 
         if (avail == 0 || max == 0)
                 return 0;
-        if (avail < max && !c->fresh && sim_cpu_tsc(c) - MIN(sim_cpu_tsc(c), c->out_first_tsc) < HOLD)
+        if (avail < max && !c->fresh && !c->stopped &&
+            sim_cpu_tsc(c) - MIN(sim_cpu_tsc(c), c->out_first_tsc) < HOLD)
                 return 0;
         limit = c->out_off + MIN(avail, max);
         while (c->bounds_head < c->n_bounds && c->bounds[c->bounds_head] <= c->out_off)

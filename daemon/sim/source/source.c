@@ -88,9 +88,20 @@
  * producer thread got too little of the machine) ends its stream cleanly
  * (TIP.PGD) and starts another, PSB+, at the horizon: a gap without trace.
  *
- * Enable after disable (a snapshot's freeze): the stream restarts with
- * PSB+ at the PMU's clock; the threads keep their state and the CPU its
- * decoded blocks, the trace resumes with whatever the side-band says runs.
+ * Disable and enable (a snapshot's freeze) as the hardware does them
+ * after an event's first start (SimTraceStart): the disable ends the
+ * stream where the simulation is (FUP + TIP.PGD when a thread was in
+ * traced code: the IPI's interrupt), and everything synthesized goes to
+ * the PMU; the enable resumes at the PMU's clock without PSB+ (the kernel
+ * keeps the PSB byte counter): TSC, TMA, CBR, with the next PSB where the
+ * counter runs out and IP compression going on from the last IP. The
+ * threads keep their state and the CPU its decoded blocks, the trace
+ * resumes with whatever the side-band says runs. Only the first start of
+ * an event begins with PSB+.
+ *
+ * What runs (SimTraceSource.current, the pid/tid of the PMU's ITRACE_START
+ * and AUX records): the newest switch read from the side-band (real CPUs)
+ * or written into it (synthetic ones).
  *
  * Determinism: walks, schedules and lifetimes derive from the seed, the
  * CPU and the thread; where real time enters (the real schedule, the
@@ -176,7 +187,17 @@ static void source_free(SimTraceSource *base) {
         free(s);
 }
 
-static ssize_t null_produce(SimTraceSource *src, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+/* The task the kernel would name in the PMU's ITRACE_START and AUX
+ * records: what the side-band says runs on the CPU now. */
+static void sim_source_current(SimTraceSource *base, unsigned cpu, uint32_t *ret_pid, uint32_t *ret_tid) {
+        SimSource *s = (SimSource *)base;
+        uint64_t v = cpu < s->n_cpus ? __atomic_load_n(&s->cpus[cpu].sb_now, __ATOMIC_RELAXED) : 0;
+
+        *ret_pid = (uint32_t)(v >> 32);
+        *ret_tid = (uint32_t)v;
+}
+
+static ssize_t null_produce(SimTraceSource *src, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                             size_t max) {
         return 0;
 }
@@ -282,6 +303,7 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
                 return -ENOMEM;
         pthread_mutex_init(&s->lock, NULL);
         s->base.produce = sim_source_produce;
+        s->base.current = sim_source_current;
         s->base.free = source_free;
         s->base.userdata = s;
         s->n_cpus = opts->n_cpus;

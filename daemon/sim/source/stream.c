@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * One CPU's stream: begin (PSB+), resynchronisation, and the produce()
- * entry the emulated PMU calls.
+ * One CPU's stream: begin (PSB+), stop and resume (TraceEn 1->0 and 0->1,
+ * SimTraceStart), resynchronisation, and the produce() entry the emulated
+ * PMU calls.
  */
 
 #include "daemon/sim/source/internal.h"
@@ -16,17 +17,33 @@ static void on_switch(SynthCpu *sc, SynthThread *prev, SynthThread *next, uint64
                 c->stats.switches++;
 }
 
-/* Begin a stream at t0: PSB+ with the idle task on the CPU. The threads
- * keep their state and the CPU its decoded blocks. With keep_output the
- * old stream ended cleanly (synth_cpu_finish()) and its bytes stay to be
- * taken; otherwise they are dropped (the PMU dropped what it was given
- * after a disable). */
-static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, bool keep_output, uint64_t now_ns) {
+typedef enum CpuBegin {
+        CPU_BEGIN_FRESH,  /* a new stream, PSB+ first; what was not taken is dropped */
+        CPU_BEGIN_RESYNC, /* the old stream ended cleanly and stays to be taken; PSB+ */
+        CPU_BEGIN_RESUME, /* likewise, but tracing resumes as the hardware does: no PSB+ */
+} CpuBegin;
+
+/* Begin a stream at t0 with the idle task on the CPU. The threads keep
+ * their state and the CPU its decoded blocks. CPU_BEGIN_RESYNC and
+ * CPU_BEGIN_RESUME follow an old stream that ended cleanly
+ * (synth_cpu_finish()), whose bytes stay to be taken; CPU_BEGIN_FRESH
+ * drops them (the PMU dropped what it was given after a disable).
+ * CPU_BEGIN_RESUME goes on from the old stream's PSB byte counter and
+ * last IP (synth_cpu_resume()). */
+static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, CpuBegin how, uint64_t now_ns) {
         SynthCpuConfig cc = s->cc;
         SynthBlockCache cache = {};
-        bool first = !c->has_cache, keep_cache = c->inited;
+        bool first = !c->has_cache, keep_cache = c->inited, keep_output = how != CPU_BEGIN_FRESH;
+        uint64_t psb_left = 0, last_ip = 0;
         int r;
 
+        if (how == CPU_BEGIN_RESUME && c->inited) {
+                uint64_t off = synth_pkt_offset(&c->sc.pkt);
+
+                psb_left = c->sc.pkt.next_psb > off ? c->sc.pkt.next_psb - off : 0;
+                last_ip = c->sc.pkt.last_ip;
+        }
+        c->stopped = false;
         if (c->inited) {
                 SynthThread *cur = c->sc.cur;
 
@@ -78,12 +95,15 @@ static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, bool keep_output, uin
                         return r;
         }
         sim_cpu_set_caches(c);
-        r = synth_cpu_start(&c->sc, c->idle);
+        if (how == CPU_BEGIN_RESUME)
+                r = synth_cpu_resume(&c->sc, c->idle, psb_left, last_ip);
+        else
+                r = synth_cpu_start(&c->sc, c->idle);
         if (r < 0)
                 return r;
         sim_budget_reset(s, c);
         c->stream_start = t0;
-        if (!keep_output)
+        if (how != CPU_BEGIN_RESYNC)
                 c->stats.restarts++;
 
         if (c->real) {
@@ -106,7 +126,8 @@ static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, bool keep_output, uin
                 if (r < 0)
                         return r;
         }
-        /* The stream's first packets: PSB+. */
+        /* The stream's first packets: PSB+ (or, resumed, the timing
+         * packets synth_cpu_resume() wrote). */
         r = synth_cpu_run(&c->sc, t0 + 1);
         if (r < 0)
                 return r;
@@ -143,7 +164,7 @@ static int cpu_resync(SimSource *s, SimCpu *c, uint64_t t1, uint64_t now_ns) {
         if (r < 0)
                 return r;
         c->stats.resyncs++;
-        return cpu_begin(s, c, t1, true, now_ns);
+        return cpu_begin(s, c, t1, CPU_BEGIN_RESYNC, now_ns);
 }
 
 static int cpu_enter(SimSource *s, SimCpu *c, uint64_t now_ns) {
@@ -188,7 +209,28 @@ static void cpu_leave(SimSource *s, SimCpu *c, uint64_t now_ns) {
         pthread_mutex_unlock(&s->lock);
 }
 
-ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, bool start, uint8_t *buf,
+/* TraceEn 1->0: the stream ends where the simulation is. With user-only
+ * tracing the IPI that disables brings the CPU into the kernel: a thread
+ * in user code ends with FUP + TIP.PGD (synth_cpu_disable()), one already
+ * in the kernel with nothing more; everything synthesized is owed to the
+ * PMU. */
+static int cpu_stop(SimCpu *c) {
+        int r;
+
+        if (!c->inited || c->stopped)
+                return 0;
+        r = synth_cpu_disable(&c->sc);
+        if (r >= 0)
+                r = c->sink_error;
+        if (r < 0)
+                return r;
+        c->stopped = true;
+        c->fresh = false;
+        c->stats.stops++;
+        return 0;
+}
+
+ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                            size_t max) {
         SimSource *s = (SimSource *)base;
         uint64_t now_ns = now_nsec(CLOCK_MONOTONIC), horizon;
@@ -201,14 +243,23 @@ ssize_t sim_source_produce(SimTraceSource *base, unsigned cpu, uint64_t until_ts
         c = &s->cpus[cpu];
         horizon = until_tsc > LAG ? until_tsc - LAG : 0;
         r = cpu_enter(s, c, now_ns);
-        if (r >= 0 && (!c->inited || (start && !c->fresh))) {
+        if (r >= 0 && how == SIM_TRACE_STOP)
+                r = cpu_stop(c);
+        else if (r >= 0 && (!c->inited || (how == SIM_TRACE_FIRST && !c->fresh))) {
                 /* A new stream: the first enable (at the PMU's clock, after
-                 * its ITRACE_START), or an enable after a disable. */
-                r = cpu_begin(s, c, c->inited ? MAX(horizon, sim_cpu_tsc(c)) : until_tsc, false, now_ns);
+                 * its ITRACE_START), or the first start of a new event. */
+                r = cpu_begin(s, c, c->inited ? MAX(horizon, sim_cpu_tsc(c)) : until_tsc, CPU_BEGIN_FRESH, now_ns);
                 c->fresh = true;
-        } else if (r >= 0 && horizon > sim_cpu_tsc(c) + BEHIND_MAX)
+        } else if (r >= 0 && how == SIM_TRACE_RESUME && !c->fresh) {
+                /* An enable after a disable: the stream goes on without
+                 * PSB+, from where the simulation is (a stop owed first). */
+                r = cpu_stop(c);
+                if (r >= 0)
+                        r = cpu_begin(s, c, MAX(horizon, sim_cpu_tsc(c)), CPU_BEGIN_RESUME, now_ns);
+                c->fresh = true;
+        } else if (r >= 0 && !c->stopped && horizon > sim_cpu_tsc(c) + BEHIND_MAX)
                 r = cpu_resync(s, c, horizon, now_ns);
-        if (r >= 0 && sim_cpu_tsc(c) < horizon)
+        if (r >= 0 && !c->stopped && sim_cpu_tsc(c) < horizon)
                 r = c->real ? sim_real_advance(s, c, horizon) : sim_syn_advance(s, c, horizon);
         n = r < 0 ? r : sim_out_take(c, buf, max);
         if (n > 0)

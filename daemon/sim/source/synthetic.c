@@ -293,6 +293,7 @@ void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t
         if (r < 0 && w->error >= 0)
                 w->error = r;
         w->sb_cur = to;
+        sim_cpu_set_current(c, syn_pid(to), syn_tid(to));
         c->stats.switches++;
 }
 

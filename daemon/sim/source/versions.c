@@ -181,6 +181,8 @@ void sim_queue_push(SimCpu *c, const SimEvent *e) {
                 c->a_queue = na;
         }
         c->queue[c->n_queue++] = *e;
+        if (e->kind == SIM_EV_SWITCH)
+                sim_cpu_set_current(c, e->pid, e->tid);
 }
 
 /* Every CPU running pid looks again at t. */

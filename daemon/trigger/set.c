@@ -456,6 +456,9 @@ static int scan_one(uint32_t tid, const struct trigger_offcpu_start *st, void *u
                 .end_ns = c->now,
                 .pid = st->pid,
                 .tid = tid,
+                .uid = st->uid,
+                .gid = st->gid,
+                .cgroup_id = st->cgroup_id,
                 .value = st->state,
         };
         memcpy(e.comm, st->comm, sizeof e.comm);

@@ -492,8 +492,20 @@ static void child_blocked(void *arg) {
         (void) wait(NULL);
 }
 
+/* The same as another user: the report made while the thread is blocked
+ * names that user and the thread's cgroup, as the one made at wake-up. */
+#define OFFCPU_UID 65534
+
+static void child_blocked_as_nobody(void *arg) {
+        if (setresgid(OFFCPU_UID, OFFCPU_UID, OFFCPU_UID) < 0 || setresuid(OFFCPU_UID, OFFCPU_UID, OFFCPU_UID) < 0)
+                _exit(3);
+        child_blocked(arg);
+}
+
 static void test_offcpu(void) {
         _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *line = NULL;
+        char *cgroup;
         Env e;
         Bundle b;
         pid_t pid;
@@ -501,7 +513,12 @@ static void test_offcpu(void) {
         require_bpf(TRIGGER_TYPE_OFFCPU);
         env_start(&e,
                   "[Trigger:blocked]\nType=offcpu\nThreshold=100ms\nComm=pttest-block\nMinIntervalSec=0\n");
-        pid = env_spawn(&e, "pttest-block", child_blocked, NULL);
+        pid = env_spawn(&e, "pttest-block", child_blocked_as_nobody, NULL);
+        /* Our cgroup2 path, which the child inherits (the line "0::/path"). */
+        ASSERT_OK(read_full_file("/proc/self/cgroup", 65536, &line, NULL));
+        cgroup = strstr(line, "0::/");
+        ASSERT_TRUE(cgroup && (cgroup == line || cgroup[-1] == '\n'));
+        cgroup[strcspn(cgroup, "\n")] = 0;
         env_wait_bundles(&e, 1, 5000, 0);
         /* Reported while blocked; the end of the interval, when the pipe is
          * written, comes from the BPF program and is not reported twice. */
@@ -515,6 +532,8 @@ static void test_offcpu(void) {
         ASSERT_STREQ(b.mf->trigger.reason, "offcpu:blocked");
         ASSERT_STREQ(detail_str(&b, "comm"), "pttest-block");
         ASSERT_EQ(detail_int(&b, "pid"), pid);
+        ASSERT_EQ(detail_int(&b, "uid"), OFFCPU_UID);
+        ASSERT_STREQ(detail_str(&b, "cgroup"), cgroup + 3);
         ASSERT_STREQ(detail_str(&b, "state"), "S");
         ASSERT_TRUE(detail_bool(&b, "still_blocked"));
         check_interval(&b, 100 * NSEC_PER_MSEC, 350 * NSEC_PER_MSEC);

@@ -638,14 +638,14 @@ static void test_watchdog(void) {
         error = mfree(error);
         ASSERT_ERROR(trigger_watchdog_register(w, "fast", USEC_PER_MSEC, &me, &error), EINVAL);
         error = mfree(error);
-        ASSERT_ERROR(trigger_watchdog_ping(w, "nobody"), ENOENT);
+        ASSERT_ERROR(trigger_watchdog_ping(w, "nobody", &me), ENOENT);
 
         /* "kept" is pinged in time; "missed" never: one snapshot, not one per
          * timeout, and none for "kept". */
         uint64_t end = mono_ms() + 1500, limit = mono_ms() + 20000;
         while ((mono_ms() < end || env_bundles_written(&e) < 1) && mono_ms() < limit) {
                 env_run(&e, 50);
-                ASSERT_OK(trigger_watchdog_ping(w, "kept"));
+                ASSERT_OK(trigger_watchdog_ping(w, "kept", &me));
         }
         ASSERT_OK(trigger_watchdog_remove(w, "kept"));
         env_run(&e, 300);
@@ -663,12 +663,63 @@ static void test_watchdog(void) {
         bundle_close(&b);
 
         /* A ping arms it again. */
-        ASSERT_OK(trigger_watchdog_ping(w, "missed"));
+        ASSERT_OK(trigger_watchdog_ping(w, "missed", &me));
         env_wait_bundles(&e, 2, 20000, 300);
         strv_free(l);
         l = env_list(&e);
         ASSERT_EQ(strv_length(l), 2);
         ASSERT_EQ(trigger_watchdogs_count(w), 1);
+        env_stop(&e);
+}
+
+/* Two processes use one watchdog name in turn: each missed deadline names
+ * the process that registered last, not the first one, which is gone. */
+static void child_idle(void *arg) {
+        sleep_ms(20000);
+}
+
+static void test_watchdog_owner(void) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *error = NULL;
+        TriggerWatchdogs *w;
+        struct ucred first, second;
+        Env e;
+        Bundle b;
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from system-wide perf events");
+        env_start(&e, "");
+        w = trigger_set_watchdogs(manager_get_triggers(e.m));
+        first = (struct ucred){ .pid = env_spawn(&e, "pttest-wd-one", child_idle, NULL), .uid = 0 };
+        second = (struct ucred){ .pid = env_spawn(&e, "pttest-wd-two", child_idle, NULL), .uid = 0 };
+        sleep_ms(50); /* their names are set */
+
+        ASSERT_EQ(trigger_watchdog_register(w, "shared", 100 * USEC_PER_MSEC, &first, &error), 0);
+        env_wait_bundles(&e, 1, 20000, 0);
+        /* The first process ends; the second takes the name over. */
+        ASSERT_OK(kill(first.pid, SIGKILL));
+        ASSERT_EQ(waitpid(first.pid, NULL, 0), first.pid);
+        ASSERT_EQ(trigger_watchdog_register(w, "shared", 100 * USEC_PER_MSEC, &second, &error), 1);
+        env_wait_bundles(&e, 2, 20000, 300);
+
+        l = env_list(&e);
+        ASSERT_EQ(strv_length(l), 2);
+        bundle_open(l[0], &b);
+        ASSERT_EQ(b.mf->trigger.requester_pid, first.pid);
+        ASSERT_STREQ(b.mf->trigger.requester_comm, "pttest-wd-one");
+        bundle_close(&b);
+        bundle_open(l[1], &b);
+        ASSERT_STREQ(b.mf->trigger.reason, "watchdog:shared");
+        ASSERT_EQ(b.mf->trigger.requester_pid, second.pid);
+        ASSERT_STREQ(b.mf->trigger.requester_comm, "pttest-wd-two");
+        bundle_close(&b);
+
+        /* A ping from a third process hands it over too. */
+        struct ucred me = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
+        TriggerWatchdogInfo info;
+        ASSERT_OK(trigger_watchdog_ping(w, "shared", &me));
+        ASSERT_OK(trigger_watchdog_get(w, 0, &info));
+        ASSERT_EQ(info.pid, (uint32_t) getpid());
         env_stop(&e);
 }
 
@@ -806,6 +857,7 @@ int main(int argc, char **argv) {
                 TEST(test_function_latency), TEST(test_sched_latency), TEST(test_syscall_latency),
                 TEST(test_offcpu),           TEST(test_crash),         TEST(test_watchdog),
                 TEST(test_storm),            TEST(test_bad_config),    TEST(test_client),
+                TEST(test_watchdog_owner),
         };
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 

@@ -219,8 +219,7 @@ static void guard_account(Trigger *t, uint64_t cpu_ns) {
 
 static void log_crash(Trigger *t, Ticket *k) {
         _cleanup_strv_free_ char **fields = NULL;
-        const struct trigger_event *e = &k->c.event;
-        char comm[TRIGGER_COMM_LEN + 1], sig[16];
+        char what[256];
         int r;
 
         r = trigger_crash_journal_fields(&k->c, t->config->name, k->path, k->id,
@@ -234,20 +233,13 @@ static void log_crash(Trigger *t, Ticket *k) {
                 log_oom();
                 return;
         }
-        memcpy(comm, e->comm, TRIGGER_COMM_LEN);
-        comm[TRIGGER_COMM_LEN] = 0;
+        trigger_crash_describe(&k->c, what, sizeof what);
         if (k->error < 0)
-                log_struct(LOG_WARNING, k->error, (const char *const *) fields,
-                           "Process %" PRIu32 " (%s) of user %" PRIu32 " crashed with %s at 0x%" PRIx64
-                           "; no trace bundle: %s",
-                           e->pid, comm, e->uid, trigger_signal_name((int) e->value, sig),
-                           (uint64_t) e->addr, strna(k->error_text));
+                log_struct(LOG_WARNING, k->error, (const char *const *) fields, "%s; no trace bundle: %s", what,
+                           strna(k->error_text));
         else
-                log_struct(LOG_NOTICE, 0, (const char *const *) fields,
-                           "Process %" PRIu32 " (%s) of user %" PRIu32 " crashed with %s at 0x%" PRIx64
-                           "; trace of the crash in %s",
-                           e->pid, comm, e->uid, trigger_signal_name((int) e->value, sig),
-                           (uint64_t) e->addr, strna(k->path));
+                log_struct(LOG_NOTICE, 0, (const char *const *) fields, "%s; trace of the crash in %s", what,
+                           strna(k->path));
 }
 
 /* Both the answer and the details are there. */
@@ -710,10 +702,10 @@ static int start_bpf(TriggerSet *s, Trigger *t) {
                         return log_error_errno(k,
                                                "Cannot set up [Trigger:%s]'s scan for blocked threads: %m",
                                                c->name);
-                if (!c->comms && c->n_pids == 0 && !c->cgroup && c->offcpu_state == TRIGGER_OFFCPU_ANY)
-                        log_warning("[Trigger:%s] has no Comm=, PID= or Cgroup= and State=any: every idle "
-                                    "thread "
-                                    "sleeping past Threshold= fires it.",
+                if (!c->comms && !c->thread_comms && c->n_pids == 0 && !c->cgroup &&
+                    c->offcpu_state == TRIGGER_OFFCPU_ANY)
+                        log_warning("[Trigger:%s] has no Comm=, ThreadComm=, PID= or Cgroup= and State=any: "
+                                    "every idle thread sleeping past Threshold= fires it.",
                                     c->name);
         }
         t->running = true;

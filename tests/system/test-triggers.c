@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -617,6 +618,70 @@ static void test_crash(void) {
         env_stop(&e);
 }
 
+/* A thread renamed "pttest-worker" of process "pttest-mtcrash" crashes:
+ * Comm= matches the process's name, ThreadComm= the thread's, and Comm=
+ * with the thread's name does not match. */
+__attribute__((no_sanitize("undefined"))) static void *worker_crash(void *arg) {
+        (void) prctl(PR_SET_NAME, "pttest-worker");
+        sleep_ms(100);
+        *(volatile int *) NULL = 1;
+        return NULL;
+}
+
+static void child_thread_crash(void *arg) {
+        struct rlimit no_core = {};
+        pthread_t t;
+
+        (void) setrlimit(RLIMIT_CORE, &no_core);
+        (void) signal(SIGSEGV, SIG_DFL);
+        if (pthread_create(&t, NULL, worker_crash, NULL) != 0)
+                _exit(2);
+        (void) pthread_join(t, NULL);
+}
+
+static void test_crash_thread(void) {
+        _cleanup_strv_free_ char **l = NULL;
+        Env e;
+        Bundle b;
+        pid_t pid;
+        int status;
+
+        require_bpf(TRIGGER_TYPE_CRASH);
+        env_start(&e, "[Trigger:byprocess]\nType=crash\nComm=pttest-mtcrash\nMinIntervalSec=0\n"
+                      "[Trigger:bythread]\nType=crash\nThreadComm=pttest-worker\nMinIntervalSec=0\n"
+                      "[Trigger:both]\nType=crash\nComm=pttest-mtcrash\nThreadComm=pttest-worker\n"
+                      "MinIntervalSec=0\n"
+                      "[Trigger:notthread]\nType=crash\nComm=pttest-worker\nMinIntervalSec=0\n"
+                      "[Trigger:notmain]\nType=crash\nComm=pttest-mtcrash\nThreadComm=pttest-mtcrash\n"
+                      "MinIntervalSec=0\n");
+        pid = env_spawn(&e, "pttest-mtcrash", child_thread_crash, NULL);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        e.n_children = 0;
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+        env_wait_bundles(&e, 1, 5000, 500);
+
+        printf("fired: byprocess %" PRIu64 ", bythread %" PRIu64 ", both %" PRIu64 ", notthread %" PRIu64
+               ", notmain %" PRIu64 "\n",
+               env_trigger(&e, "byprocess")->fired, env_trigger(&e, "bythread")->fired,
+               env_trigger(&e, "both")->fired, env_trigger(&e, "notthread")->fired,
+               env_trigger(&e, "notmain")->fired);
+        ASSERT_EQ(env_trigger(&e, "byprocess")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "bythread")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "both")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "notthread")->fired, 0);
+        ASSERT_EQ(env_trigger(&e, "notmain")->fired, 0);
+
+        l = env_list(&e);
+        ASSERT_TRUE(strv_length(l) >= 1);
+        bundle_open(l[0], &b);
+        ASSERT_STREQ(detail_str(&b, "comm"), "pttest-worker");
+        ASSERT_STREQ(detail_str(&b, "process_comm"), "pttest-mtcrash");
+        ASSERT_EQ(detail_int(&b, "pid"), pid);
+        ASSERT_TRUE(detail_int(&b, "tid") != pid);
+        bundle_close(&b);
+        env_stop(&e);
+}
+
 /* ---- heartbeat watchdogs ---- */
 
 static void test_watchdog(void) {
@@ -857,7 +922,7 @@ int main(int argc, char **argv) {
                 TEST(test_function_latency), TEST(test_sched_latency), TEST(test_syscall_latency),
                 TEST(test_offcpu),           TEST(test_crash),         TEST(test_watchdog),
                 TEST(test_storm),            TEST(test_bad_config),    TEST(test_client),
-                TEST(test_watchdog_owner),
+                TEST(test_watchdog_owner),   TEST(test_crash_thread),
         };
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 

@@ -682,6 +682,56 @@ static void test_crash_thread(void) {
         env_stop(&e);
 }
 
+/* A signal that kills without a core dump (SIGTERM), sent to a process of
+ * two threads: the kernel turns it into SIGKILL for each thread, the
+ * trigger still reports SIGTERM, once. */
+static void *idle_thread(void *arg) {
+        sleep_ms(20000);
+        return NULL;
+}
+
+static void child_terminated(void *arg) {
+        pthread_t t;
+
+        if (pthread_create(&t, NULL, idle_thread, NULL) != 0)
+                _exit(2);
+        (void) pthread_join(t, NULL);
+}
+
+static void test_crash_signal(void) {
+        _cleanup_strv_free_ char **l = NULL;
+        Env e;
+        Bundle b;
+        pid_t pid;
+        int status;
+
+        require_bpf(TRIGGER_TYPE_CRASH);
+        env_start(&e, "[Trigger:term]\nType=crash\nSignals=SIGTERM SIGINT\nComm=pttest-term\nMinIntervalSec=0\n"
+                      "[Trigger:kill]\nType=crash\nSignals=SIGKILL\nComm=pttest-term\nMinIntervalSec=0\n");
+        pid = env_spawn(&e, "pttest-term", child_terminated, NULL);
+        env_run(&e, 200);
+        ASSERT_OK(kill(pid, SIGTERM));
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        e.n_children = 0;
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+        env_wait_bundles(&e, 1, 5000, 500);
+
+        printf("fired: term %" PRIu64 ", kill %" PRIu64 "\n", env_trigger(&e, "term")->fired,
+               env_trigger(&e, "kill")->fired);
+        ASSERT_EQ(env_trigger(&e, "term")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "kill")->fired, 0);
+        l = env_list(&e);
+        ASSERT_EQ(strv_length(l), 1);
+        bundle_open(l[0], &b);
+        ASSERT_STREQ(b.mf->trigger.reason, "crash:term");
+        ASSERT_EQ(detail_int(&b, "signal"), SIGTERM);
+        ASSERT_STREQ(detail_str(&b, "signal_name"), "SIGTERM");
+        ASSERT_EQ(detail_int(&b, "pid"), pid);
+        ASSERT_STREQ(detail_str(&b, "process_comm"), "pttest-term");
+        bundle_close(&b);
+        env_stop(&e);
+}
+
 /* ---- heartbeat watchdogs ---- */
 
 static void test_watchdog(void) {
@@ -923,6 +973,7 @@ int main(int argc, char **argv) {
                 TEST(test_offcpu),           TEST(test_crash),         TEST(test_watchdog),
                 TEST(test_storm),            TEST(test_bad_config),    TEST(test_client),
                 TEST(test_watchdog_owner),   TEST(test_crash_thread),
+                TEST(test_crash_signal),
         };
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 

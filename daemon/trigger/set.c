@@ -818,19 +818,41 @@ TriggerSet *trigger_set_free(TriggerSet *s) {
 
 /* ---- status ---- */
 
+/* Why a trigger that started watches nothing now, or NULL: unit triggers
+ * depend on the system bus and systemd on it. */
+static const char *trigger_inactive(TriggerSet *s, const Trigger *t) {
+        if (!t->running || t->config->type != TRIGGER_TYPE_UNIT || !s->units)
+                return NULL;
+        return trigger_unit_watch_inactive(s->units);
+}
+
 static void status_update(TriggerSet *s) {
         size_t running = 0, l;
-        bool any_suspended = false;
+        bool any_suspended = false, any_inactive = false;
 
         s->status[0] = 0;
         if (s->n == 0)
                 return;
         for (size_t i = 0; i < s->n; i++)
-                running += s->triggers[i].running;
+                running += s->triggers[i].running && !trigger_inactive(s, &s->triggers[i]);
         snprintf(s->status, sizeof s->status, "%zu trigger%s", running, running == 1 ? "" : "s");
         if (running < s->n) {
                 l = strlen(s->status);
                 snprintf(s->status + l, sizeof s->status - l, " (%zu not running)", s->n - running);
+        }
+        /* "unit triggers ... inactive: no system bus": one reason for them all. */
+        for (size_t i = 0; i < s->n; i++) {
+                const char *why = trigger_inactive(s, &s->triggers[i]);
+                if (!why)
+                        continue;
+                l = strlen(s->status);
+                snprintf(s->status + l, sizeof s->status - l, "%s%s", any_inactive ? " " : ", ",
+                         s->triggers[i].config->name);
+                any_inactive = true;
+        }
+        if (any_inactive) {
+                l = strlen(s->status);
+                snprintf(s->status + l, sizeof s->status - l, " %s", trigger_unit_watch_inactive(s->units));
         }
         for (size_t i = 0; i < s->n; i++) {
                 if (!s->triggers[i].pace.suspended)
@@ -864,8 +886,8 @@ int trigger_set_info(TriggerSet *s, size_t i, TriggerInfo *ret) {
         *ret = (TriggerInfo){
                 .name = t->config->name,
                 .type = t->config->type,
-                .running = t->running,
-                .error = t->error,
+                .running = t->running && !trigger_inactive(s, t),
+                .error = t->error ?: trigger_inactive(s, t),
                 .suspended = t->pace.suspended,
                 .suspended_until = t->pace.suspended ? t->pace.suspended_until : 0,
                 .fired = t->pace.fired,

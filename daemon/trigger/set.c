@@ -518,17 +518,7 @@ static void on_unit_fired(size_t spec, const TriggerUnitEvent *e, void *userdata
                 log_oom();
                 return;
         }
-        r = json_add_string(d, "trigger", t->config->name);
-        if (r >= 0)
-                r = json_add_string(d, "type", "unit");
-        if (r >= 0)
-                r = json_add_string(d, "unit", e->unit);
-        if (r >= 0 && e->result)
-                r = json_add_string(d, "result", e->result);
-        if (r >= 0 && e->active_state)
-                r = json_add_string(d, "active_state", e->active_state);
-        if (r >= 0 && e->sub_state)
-                r = json_add_string(d, "sub_state", e->sub_state);
+        r = trigger_unit_event_details(t->config->name, e, d);
         if (r < 0)
                 log_oom();
         req->details = d;
@@ -565,22 +555,7 @@ static void on_watchdog_fired(const TriggerWatchdogInfo *w, usec_t now, void *us
                 if (w->comm && !(req->requester_comm = strdup(w->comm)))
                         log_oom();
         }
-        r = json_add_string(d, "watchdog", w->name);
-        if (r >= 0)
-                r = json_add_string(d, "type", "watchdog");
-        if (r >= 0)
-                r = json_add_uint64(d, "timeout_usec", w->timeout);
-        if (r >= 0)
-                r = json_add_uint64(d, "last_ping_realtime_usec", w->last_ping_realtime);
-        if (r >= 0)
-                r = json_add_uint64(d, "since_last_ping_usec", now > w->last_ping ? now - w->last_ping : 0);
-        if (r >= 0)
-                r = json_add_uint64(d, "pings", w->pings);
-        if (r >= 0) {
-                uint64_t since = s->service.ops->mono_to_perf_time(s->service.userdata, w->last_ping * NSEC_PER_USEC);
-                if (since > 0)
-                        r = json_add_uint64(d, "last_ping_time_ns", since);
-        }
+        r = trigger_watchdog_details(w, now, &s->service, d);
         if (r < 0)
                 log_oom();
         req->details = d;

@@ -302,6 +302,7 @@ int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, Trig
         if (k < 0)
                 return k;
 
+        j->limits = settings->limits;
         j->directory = strdup(settings->directory);
         if (!j->directory || !(j->buildid_cache = buildid_cache_dir(settings->directory)))
                 return -ENOMEM;

@@ -328,6 +328,13 @@ static int dump_job_write(DumpJob *j) {
         if (r < 0)
                 return j->error ? j->error : job_fail(j, r, "cannot add images: %s", strerror(-r));
 
+        /* Room for this bundle among the others, now that they are on
+         * disk (the ones queued before it included): a failure here leaves
+         * the vacuum after the bundle to try again. */
+        (void) bundle_vacuum(j->directory, &j->limits,
+                             &(BundleVacuumOptions){ .reserve = 1, .buildid_cache = j->buildid_cache,
+                                                     .fs_free_override = UINT64_MAX },
+                             &j->link_vacuum, NULL);
         r = bundle_writer_finish(w, m, &j->path, &error);
         if (r < 0)
                 return job_fail(j, r, "cannot finish bundle %s: %s", m->id, strna(error));

@@ -13,6 +13,7 @@
 #include "common/basic/buffer.h"
 #include "common/basic/macro.h"
 #include "common/bundle/bundle.h"
+#include "common/bundle/vacuum.h"
 #include "daemon/recorder/recorder.h"
 
 typedef struct DumpImage {
@@ -53,6 +54,12 @@ typedef struct DumpJob {
         uint64_t image_budget;       /* bytes of user images per bundle */
         uint64_t image_file_max;     /* one image larger than this is listed missing */
         char *buildid_cache;         /* directory of the build-id cache, or NULL */
+        /* [Storage] limits, applied once more just before the bundle takes
+         * its name, so that MaxBundles= holds at every moment: bundles
+         * queued behind each other each made room when they were frozen,
+         * and only the dump thread adds bundles. */
+        BundleStorageLimits limits;
+        BundleVacuumResult link_vacuum; /* what that removed */
 
         /* Results, filled by the dump thread. */
         int error;

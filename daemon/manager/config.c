@@ -98,6 +98,7 @@ const ConfigItem ptraced_config_items[] = {
         { "Triggers", "WarmupSec", config_parse_duration, offsetof(PtracedConfig, triggers.warmup) },
         { "Triggers", "DuplicateSuppressionSec", config_parse_duration,
           offsetof(PtracedConfig, triggers.duplicate_window) },
+        { "Triggers", "MaxWaitingRequests", config_parse_uint32, offsetof(PtracedConfig, max_waiting_requests) },
         TRIGGER_CONFIG_ITEMS,
         {},
 };
@@ -121,6 +122,7 @@ void ptraced_config_init(PtracedConfig *c) {
                 .image_max = 256U << 20,
                 .buildid_cache_max = UINT64_C(2) << 30,
                 .stop_timeout = 90 * USEC_PER_SEC, /* below the unit's TimeoutStopSec=2min */
+                .max_waiting_requests = PTRACED_MAX_WAITING_REQUESTS_DEFAULT,
                 .control = {
                         .socket_mode = 0660,
                         .read_only_access = CONTROL_ACCESS_GROUP,
@@ -300,5 +302,11 @@ int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings
         r = triggers_config_check(&c->triggers, ret_error);
         if (r < 0)
                 return r;
+        if (c->max_waiting_requests < 1 || c->max_waiting_requests > PTRACED_MAX_WAITING_REQUESTS_MAX) {
+                if (asprintf(ret_error, "[Triggers] MaxWaitingRequests= must be between 1 and %d",
+                             PTRACED_MAX_WAITING_REQUESTS_MAX) < 0)
+                        *ret_error = NULL;
+                return -EINVAL;
+        }
         return 0;
 }

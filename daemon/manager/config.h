@@ -20,6 +20,9 @@ typedef enum TraceSource {
         _TRACE_SOURCE_MAX,
 } TraceSource;
 
+#define PTRACED_MAX_WAITING_REQUESTS_DEFAULT 32
+#define PTRACED_MAX_WAITING_REQUESTS_MAX 100000
+
 typedef struct PtracedConfig {
         /* [Trace] */
         int source;                 /* TraceSource */
@@ -55,6 +58,10 @@ typedef struct PtracedConfig {
 
         /* [Triggers] */
         TriggerLimits triggers;
+        /* Requests (of any source) waiting for a freeze or a bundle; the
+         * next is refused Busy at once. Bounds the bundles owed and so the
+         * time a caller waits. */
+        uint32_t max_waiting_requests;
 
         /* [Trigger:NAME] sections, in the order they first appear; invalid
          * ones stay in the list with their error (daemon/trigger/config.h). */

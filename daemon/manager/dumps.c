@@ -77,6 +77,7 @@ static void answer(DumpQueue *q, DumpJob *job) {
                 const char *slash = strrchr(job->path, '/');
 
                 q->o.stats->bundles_written++;
+                dump_queue_log_vacuum(&job->link_vacuum, " to keep MaxBundles= while writing");
                 log_bundle_written(job);
                 dumps_vacuum(q->o.settings, slash ? slash + 1 : job->path);
         }

@@ -245,6 +245,15 @@ void manager_trigger(Manager *m, TriggerRequest *t) {
                                       "ptraced is stopping");
                 return;
         }
+        /* Queued work is bounded: a caller beyond it hears so at once
+         * instead of waiting behind every bundle owed. */
+        if (snapshot_requests_n_waiting(m->requests) >= m->config.max_waiting_requests) {
+                snapshot_request_fail(m->requests, t, -EBUSY, PTRACED_ERROR_BUSY, 0,
+                                      "%" PRIu32 " requests wait for a snapshot or its bundle already "
+                                      "([Triggers] MaxWaitingRequests=%" PRIu32 ")",
+                                      m->config.max_waiting_requests, m->config.max_waiting_requests);
+                return;
+        }
         if (recorder_freezing(m->recorder)) {
                 /* Joining the freeze under way is the coalescing: same bundle. */
                 if (snapshot_requests_join(m->requests, t) >= 0)

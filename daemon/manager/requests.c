@@ -97,6 +97,14 @@ size_t snapshot_requests_n_freezing(SnapshotRequests *q) {
         return q->freezing.n;
 }
 
+size_t snapshot_requests_n_waiting(SnapshotRequests *q) {
+        size_t n = q->freezing.n;
+
+        for (size_t i = 0; i < q->n_in_flight; i++)
+                n += q->in_flight[i].n;
+        return n;
+}
+
 TriggerRequest *snapshot_requests_first(SnapshotRequests *q) {
         return q->freezing.n > 0 ? q->freezing.reqs[0] : NULL;
 }

@@ -36,6 +36,8 @@ void snapshot_request_fail(SnapshotRequests *q, TriggerRequest *t, int error, co
  * passes. Without memory it is answered at once and -ENOMEM returned. */
 int snapshot_requests_join(SnapshotRequests *q, TriggerRequest *t);
 size_t snapshot_requests_n_freezing(SnapshotRequests *q);
+/* Requests waiting for the freeze under way or for a bundle. */
+size_t snapshot_requests_n_waiting(SnapshotRequests *q);
 /* The request that started the freeze, NULL when none. */
 TriggerRequest *snapshot_requests_first(SnapshotRequests *q);
 

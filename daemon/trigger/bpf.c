@@ -204,6 +204,12 @@ struct TriggerBpf {
                 (skel)->rodata->n_comms = (__u32) strv_length((c)->comms);                                  \
                 for (unsigned _i = 0; (c)->comms && (c)->comms[_i] && _i < TRIGGER_FILTER_COMMS_MAX; _i++)  \
                         strncpy((char *) (skel)->rodata->comms[_i], (c)->comms[_i], TRIGGER_COMM_LEN - 1);  \
+                (skel)->rodata->n_thread_comms = (__u32) strv_length((c)->thread_comms);                    \
+                for (unsigned _i = 0; (c)->thread_comms && (c)->thread_comms[_i] &&                         \
+                                      _i < TRIGGER_FILTER_COMMS_MAX;                                        \
+                     _i++)                                                                                  \
+                        strncpy((char *) (skel)->rodata->thread_comms[_i], (c)->thread_comms[_i],           \
+                                TRIGGER_COMM_LEN - 1);                                                      \
                 (skel)->rodata->cgroup_filter = (c)->cgroup != NULL;                                        \
         } while (0)
 

@@ -31,6 +31,7 @@ static const char *const key_names[_TRIGGER_KEY_MAX] = {
         [TRIGGER_KEY_TYPE] = "Type",
         [TRIGGER_KEY_THRESHOLD] = "Threshold",
         [TRIGGER_KEY_COMM] = "Comm",
+        [TRIGGER_KEY_THREAD_COMM] = "ThreadComm",
         [TRIGGER_KEY_PID] = "PID",
         [TRIGGER_KEY_CGROUP] = "Cgroup",
         [TRIGGER_KEY_SYSCALL] = "Syscall",
@@ -52,6 +53,7 @@ static const size_t key_offsets[_TRIGGER_KEY_MAX] = {
         [TRIGGER_KEY_TYPE] = offsetof(TriggerConfig, type),
         [TRIGGER_KEY_THRESHOLD] = offsetof(TriggerConfig, threshold),
         [TRIGGER_KEY_COMM] = offsetof(TriggerConfig, comms),
+        [TRIGGER_KEY_THREAD_COMM] = offsetof(TriggerConfig, thread_comms),
         [TRIGGER_KEY_PID] = offsetof(TriggerConfig, pid_list),
         [TRIGGER_KEY_CGROUP] = offsetof(TriggerConfig, cgroup),
         [TRIGGER_KEY_SYSCALL] = offsetof(TriggerConfig, syscalls),
@@ -69,7 +71,8 @@ static const size_t key_offsets[_TRIGGER_KEY_MAX] = {
 
 /* Which keys each type takes besides Type= and the governance keys. */
 #define KEY(k) (1U << (k))
-#define FILTER_KEYS (KEY(TRIGGER_KEY_COMM) | KEY(TRIGGER_KEY_PID) | KEY(TRIGGER_KEY_CGROUP))
+#define FILTER_KEYS                                                                                         \
+        (KEY(TRIGGER_KEY_COMM) | KEY(TRIGGER_KEY_THREAD_COMM) | KEY(TRIGGER_KEY_PID) | KEY(TRIGGER_KEY_CGROUP))
 static const unsigned type_keys[_TRIGGER_TYPE_MAX] = {
         [TRIGGER_TYPE_SCHED_LATENCY] = KEY(TRIGGER_KEY_THRESHOLD) | FILTER_KEYS,
         [TRIGGER_TYPE_SYSCALL_LATENCY] = KEY(TRIGGER_KEY_THRESHOLD) | KEY(TRIGGER_KEY_SYSCALL) | FILTER_KEYS,
@@ -141,6 +144,7 @@ TriggerConfig *trigger_config_free(TriggerConfig *t) {
         free(t->file);
         free(t->error);
         strv_free(t->comms);
+        strv_free(t->thread_comms);
         strv_free(t->pid_list);
         free(t->cgroup);
         strv_free(t->syscalls);
@@ -188,14 +192,15 @@ static int trigger_config_copy(const TriggerConfig *t, TriggerConfig **ret) {
         /* The pointers are t's until each is replaced: clear them first so a
          * failure half way frees only our own. */
         c->name = c->file = c->error = c->cgroup = c->binary = c->function = NULL;
-        c->comms = c->pid_list = c->syscalls = c->signals = c->units = c->results = NULL;
+        c->comms = c->thread_comms = c->pid_list = c->syscalls = c->signals = c->units = c->results = NULL;
         for (size_t i = 0; i < _TRIGGER_KEY_MAX; i++)
                 c->where[i].file = NULL;
 
         if (dup_str(&c->name, t->name) < 0 || dup_str(&c->file, t->file) < 0 ||
             dup_str(&c->error, t->error) < 0 || dup_str(&c->cgroup, t->cgroup) < 0 ||
             dup_str(&c->binary, t->binary) < 0 || dup_str(&c->function, t->function) < 0 ||
-            dup_strv(&c->comms, t->comms) < 0 || dup_strv(&c->pid_list, t->pid_list) < 0 ||
+            dup_strv(&c->comms, t->comms) < 0 || dup_strv(&c->thread_comms, t->thread_comms) < 0 ||
+            dup_strv(&c->pid_list, t->pid_list) < 0 ||
             dup_strv(&c->syscalls, t->syscalls) < 0 || dup_strv(&c->signals, t->signals) < 0 ||
             dup_strv(&c->units, t->units) < 0 || dup_strv(&c->results, t->results) < 0)
                 return -ENOMEM;
@@ -592,6 +597,9 @@ int trigger_config_check(TriggerConfig *t) {
                                   trigger_type_names[t->type]);
         if (strv_length(t->comms) > TRIGGER_FILTER_COMMS_MAX)
                 return check_fail(t, TRIGGER_KEY_COMM, "Comm= lists more than %d names",
+                                  TRIGGER_FILTER_COMMS_MAX);
+        if (strv_length(t->thread_comms) > TRIGGER_FILTER_COMMS_MAX)
+                return check_fail(t, TRIGGER_KEY_THREAD_COMM, "ThreadComm= lists more than %d names",
                                   TRIGGER_FILTER_COMMS_MAX);
         k = check_pids(t);
         if (k < 0)

@@ -56,6 +56,7 @@ typedef enum TriggerKey {
         TRIGGER_KEY_TYPE,
         TRIGGER_KEY_THRESHOLD,
         TRIGGER_KEY_COMM,
+        TRIGGER_KEY_THREAD_COMM,
         TRIGGER_KEY_PID,
         TRIGGER_KEY_CGROUP,
         TRIGGER_KEY_SYSCALL,
@@ -95,7 +96,8 @@ struct TriggerConfig {
 
         int type; /* TriggerType */
         usec_t threshold;
-        char **comms;
+        char **comms;        /* the process's (thread group leader's) name */
+        char **thread_comms; /* the thread's own name */
         char **pid_list;
         char *cgroup;
         char **syscalls;
@@ -160,6 +162,7 @@ int trigger_config_parse_percent(const ConfigParserContext *ctx, const char *rva
         TRIGGER_ITEM("Type", trigger_config_parse_type, type, TRIGGER_KEY_TYPE),                            \
         TRIGGER_ITEM("Threshold", trigger_config_parse_threshold, threshold, TRIGGER_KEY_THRESHOLD),        \
         TRIGGER_ITEM("Comm", trigger_config_parse_comm, comms, TRIGGER_KEY_COMM),                           \
+        TRIGGER_ITEM("ThreadComm", trigger_config_parse_comm, thread_comms, TRIGGER_KEY_THREAD_COMM),       \
         TRIGGER_ITEM("PID", trigger_config_parse_words, pid_list, TRIGGER_KEY_PID),                         \
         TRIGGER_ITEM("Cgroup", trigger_config_parse_path, cgroup, TRIGGER_KEY_CGROUP),                      \
         TRIGGER_ITEM("Syscall", trigger_config_parse_words, syscalls, TRIGGER_KEY_SYSCALL),                 \

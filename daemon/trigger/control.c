@@ -105,7 +105,7 @@ int trigger_control_call(TriggerWatchdogs *w, const char *method, const struct u
         }
 
         if (streq(method, PTRACED_METHOD_WATCHDOG_PING))
-                r = trigger_watchdog_ping(w, name);
+                r = trigger_watchdog_ping(w, name, peer);
         else {
                 r = trigger_watchdog_remove(w, name);
                 if (r >= 0)

@@ -25,6 +25,30 @@ const char *trigger_signal_name(int sig, char buf[static 16]) {
         return buf;
 }
 
+/* The process's name and the thread's, NUL-terminated; the process's is
+ * the thread's when the BPF program could not read it. */
+static void crash_names(const struct trigger_event *e, char comm[static TRIGGER_COMM_LEN + 1],
+                        char thread[static TRIGGER_COMM_LEN + 1]) {
+        memcpy(thread, e->comm, TRIGGER_COMM_LEN);
+        thread[TRIGGER_COMM_LEN] = 0;
+        memcpy(comm, e->other_comm, TRIGGER_COMM_LEN);
+        comm[TRIGGER_COMM_LEN] = 0;
+        if (!comm[0])
+                memcpy(comm, thread, TRIGGER_COMM_LEN + 1);
+}
+
+void trigger_crash_describe(const TriggerCrash *c, char *buf, size_t size) {
+        const struct trigger_event *e = &c->event;
+        char comm[TRIGGER_COMM_LEN + 1], thread[TRIGGER_COMM_LEN + 1], sig[16];
+        int n;
+
+        crash_names(e, comm, thread);
+        n = snprintf(buf, size, "Process %" PRIu32 " (%s) of user %" PRIu32 " crashed with %s at 0x%" PRIx64,
+                     e->pid, comm, e->uid, trigger_signal_name((int) e->value, sig), (uint64_t) e->addr);
+        if (n >= 0 && (size_t) n < size && (e->tid != e->pid || !streq(comm, thread)))
+                snprintf(buf + n, size - (size_t) n, " in thread %" PRIu32 " (%s)", e->tid, thread);
+}
+
 int trigger_crash_journal_fields(const TriggerCrash *c, const char *trigger, const char *bundle_path,
                                  const char *bundle_id, const char *error, char ***ret) {
         _cleanup_strv_free_ char **l = calloc(1, sizeof(char *));
@@ -34,13 +58,7 @@ int trigger_crash_journal_fields(const TriggerCrash *c, const char *trigger, con
 
         if (!l)
                 return -ENOMEM;
-        memcpy(thread, e->comm, TRIGGER_COMM_LEN);
-        thread[TRIGGER_COMM_LEN] = 0;
-        memcpy(comm, e->other_comm, TRIGGER_COMM_LEN);
-        comm[TRIGGER_COMM_LEN] = 0;
-        if (!comm[0])
-                memcpy(comm, thread, sizeof comm);
-
+        crash_names(e, comm, thread);
         r = strv_extendf(&l, "TRIGGER=%s", trigger);
         if (r >= 0)
                 r = strv_extendf(&l, "COREDUMP_PID=%" PRIu32, e->pid);

@@ -31,6 +31,11 @@ void trigger_crash_done(TriggerCrash *c);
 int trigger_crash_journal_fields(const TriggerCrash *c, const char *trigger, const char *bundle_path,
                                  const char *bundle_id, const char *error, char ***ret);
 
+/* "Process 1234 (myserver) of user 1000 crashed with SIGSEGV at 0x... in
+ * thread 1240 (worker-3)": the process and the thread that took the
+ * signal, each by its own name (the thread part only when they differ). */
+void trigger_crash_describe(const TriggerCrash *c, char *buf, size_t size);
+
 /* signal, signal_name, si_code, fault_address into a details object. */
 int trigger_crash_add_details(const TriggerCrash *c, struct json_object *details);
 

@@ -145,6 +145,44 @@ int trigger_event_details(const TriggerConfig *c, const struct trigger_event *e,
         return r;
 }
 
+int trigger_unit_event_details(const char *trigger, const TriggerUnitEvent *e, struct json_object *d) {
+        int r = json_add_string(d, "trigger", trigger);
+
+        if (r >= 0)
+                r = json_add_string(d, "type", "unit");
+        if (r >= 0)
+                r = json_add_string(d, "unit", e->unit);
+        if (r >= 0 && e->result)
+                r = json_add_string(d, "result", e->result);
+        if (r >= 0 && e->active_state)
+                r = json_add_string(d, "active_state", e->active_state);
+        if (r >= 0 && e->sub_state)
+                r = json_add_string(d, "sub_state", e->sub_state);
+        return r < 0 ? r : 0;
+}
+
+int trigger_watchdog_details(const TriggerWatchdogInfo *w, usec_t now, const SnapshotService *service,
+                             struct json_object *d) {
+        int r = json_add_string(d, "watchdog", w->name);
+
+        if (r >= 0)
+                r = json_add_string(d, "type", "watchdog");
+        if (r >= 0)
+                r = json_add_uint64(d, "timeout_usec", w->timeout);
+        if (r >= 0)
+                r = json_add_uint64(d, "last_ping_realtime_usec", w->last_ping_realtime);
+        if (r >= 0)
+                r = json_add_uint64(d, "since_last_ping_usec", now > w->last_ping ? now - w->last_ping : 0);
+        if (r >= 0)
+                r = json_add_uint64(d, "pings", w->pings);
+        if (r >= 0) {
+                uint64_t at = service->ops->mono_to_perf_time(service->userdata, w->last_ping * NSEC_PER_USEC);
+                if (at > 0)
+                        r = json_add_uint64(d, "last_ping_time_ns", at);
+        }
+        return r < 0 ? r : 0;
+}
+
 void trigger_config_describe(const TriggerConfig *c, char *buf, size_t size) {
         char th[FORMAT_TIMESPAN_MAX];
 

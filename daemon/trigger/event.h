@@ -90,6 +90,10 @@ struct trigger_offcpu_start {
         __u32 pid;
         __u32 state;
         char comm[TRIGGER_COMM_LEN];
+        /* Who blocked and where, so that a report made while the thread is
+         * still blocked says as much as the one made at wake-up. */
+        __u32 uid, gid;
+        __u64 cgroup_id;
 };
 
 /* The part of every program's .bss the daemon writes and reads (mmapped).

@@ -219,8 +219,7 @@ static void guard_account(Trigger *t, uint64_t cpu_ns) {
 
 static void log_crash(Trigger *t, Ticket *k) {
         _cleanup_strv_free_ char **fields = NULL;
-        const struct trigger_event *e = &k->c.event;
-        char comm[TRIGGER_COMM_LEN + 1], sig[16];
+        char what[256];
         int r;
 
         r = trigger_crash_journal_fields(&k->c, t->config->name, k->path, k->id,
@@ -234,20 +233,13 @@ static void log_crash(Trigger *t, Ticket *k) {
                 log_oom();
                 return;
         }
-        memcpy(comm, e->comm, TRIGGER_COMM_LEN);
-        comm[TRIGGER_COMM_LEN] = 0;
+        trigger_crash_describe(&k->c, what, sizeof what);
         if (k->error < 0)
-                log_struct(LOG_WARNING, k->error, (const char *const *) fields,
-                           "Process %" PRIu32 " (%s) of user %" PRIu32 " crashed with %s at 0x%" PRIx64
-                           "; no trace bundle: %s",
-                           e->pid, comm, e->uid, trigger_signal_name((int) e->value, sig),
-                           (uint64_t) e->addr, strna(k->error_text));
+                log_struct(LOG_WARNING, k->error, (const char *const *) fields, "%s; no trace bundle: %s", what,
+                           strna(k->error_text));
         else
-                log_struct(LOG_NOTICE, 0, (const char *const *) fields,
-                           "Process %" PRIu32 " (%s) of user %" PRIu32 " crashed with %s at 0x%" PRIx64
-                           "; trace of the crash in %s",
-                           e->pid, comm, e->uid, trigger_signal_name((int) e->value, sig),
-                           (uint64_t) e->addr, strna(k->path));
+                log_struct(LOG_NOTICE, 0, (const char *const *) fields, "%s; trace of the crash in %s", what,
+                           strna(k->path));
 }
 
 /* Both the answer and the details are there. */
@@ -456,6 +448,9 @@ static int scan_one(uint32_t tid, const struct trigger_offcpu_start *st, void *u
                 .end_ns = c->now,
                 .pid = st->pid,
                 .tid = tid,
+                .uid = st->uid,
+                .gid = st->gid,
+                .cgroup_id = st->cgroup_id,
                 .value = st->state,
         };
         memcpy(e.comm, st->comm, sizeof e.comm);
@@ -523,17 +518,7 @@ static void on_unit_fired(size_t spec, const TriggerUnitEvent *e, void *userdata
                 log_oom();
                 return;
         }
-        r = json_add_string(d, "trigger", t->config->name);
-        if (r >= 0)
-                r = json_add_string(d, "type", "unit");
-        if (r >= 0)
-                r = json_add_string(d, "unit", e->unit);
-        if (r >= 0 && e->result)
-                r = json_add_string(d, "result", e->result);
-        if (r >= 0 && e->active_state)
-                r = json_add_string(d, "active_state", e->active_state);
-        if (r >= 0 && e->sub_state)
-                r = json_add_string(d, "sub_state", e->sub_state);
+        r = trigger_unit_event_details(t->config->name, e, d);
         if (r < 0)
                 log_oom();
         req->details = d;
@@ -570,22 +555,7 @@ static void on_watchdog_fired(const TriggerWatchdogInfo *w, usec_t now, void *us
                 if (w->comm && !(req->requester_comm = strdup(w->comm)))
                         log_oom();
         }
-        r = json_add_string(d, "watchdog", w->name);
-        if (r >= 0)
-                r = json_add_string(d, "type", "watchdog");
-        if (r >= 0)
-                r = json_add_uint64(d, "timeout_usec", w->timeout);
-        if (r >= 0)
-                r = json_add_uint64(d, "last_ping_realtime_usec", w->last_ping_realtime);
-        if (r >= 0)
-                r = json_add_uint64(d, "since_last_ping_usec", now > w->last_ping ? now - w->last_ping : 0);
-        if (r >= 0)
-                r = json_add_uint64(d, "pings", w->pings);
-        if (r >= 0) {
-                uint64_t since = s->service.ops->mono_to_perf_time(s->service.userdata, w->last_ping * NSEC_PER_USEC);
-                if (since > 0)
-                        r = json_add_uint64(d, "last_ping_time_ns", since);
-        }
+        r = trigger_watchdog_details(w, now, &s->service, d);
         if (r < 0)
                 log_oom();
         req->details = d;
@@ -707,10 +677,10 @@ static int start_bpf(TriggerSet *s, Trigger *t) {
                         return log_error_errno(k,
                                                "Cannot set up [Trigger:%s]'s scan for blocked threads: %m",
                                                c->name);
-                if (!c->comms && c->n_pids == 0 && !c->cgroup && c->offcpu_state == TRIGGER_OFFCPU_ANY)
-                        log_warning("[Trigger:%s] has no Comm=, PID= or Cgroup= and State=any: every idle "
-                                    "thread "
-                                    "sleeping past Threshold= fires it.",
+                if (!c->comms && !c->thread_comms && c->n_pids == 0 && !c->cgroup &&
+                    c->offcpu_state == TRIGGER_OFFCPU_ANY)
+                        log_warning("[Trigger:%s] has no Comm=, ThreadComm=, PID= or Cgroup= and State=any: "
+                                    "every idle thread sleeping past Threshold= fires it.",
                                     c->name);
         }
         t->running = true;
@@ -823,19 +793,41 @@ TriggerSet *trigger_set_free(TriggerSet *s) {
 
 /* ---- status ---- */
 
+/* Why a trigger that started watches nothing now, or NULL: unit triggers
+ * depend on the system bus and systemd on it. */
+static const char *trigger_inactive(TriggerSet *s, const Trigger *t) {
+        if (!t->running || t->config->type != TRIGGER_TYPE_UNIT || !s->units)
+                return NULL;
+        return trigger_unit_watch_inactive(s->units);
+}
+
 static void status_update(TriggerSet *s) {
         size_t running = 0, l;
-        bool any_suspended = false;
+        bool any_suspended = false, any_inactive = false;
 
         s->status[0] = 0;
         if (s->n == 0)
                 return;
         for (size_t i = 0; i < s->n; i++)
-                running += s->triggers[i].running;
+                running += s->triggers[i].running && !trigger_inactive(s, &s->triggers[i]);
         snprintf(s->status, sizeof s->status, "%zu trigger%s", running, running == 1 ? "" : "s");
         if (running < s->n) {
                 l = strlen(s->status);
                 snprintf(s->status + l, sizeof s->status - l, " (%zu not running)", s->n - running);
+        }
+        /* "unit triggers ... inactive: no system bus": one reason for them all. */
+        for (size_t i = 0; i < s->n; i++) {
+                const char *why = trigger_inactive(s, &s->triggers[i]);
+                if (!why)
+                        continue;
+                l = strlen(s->status);
+                snprintf(s->status + l, sizeof s->status - l, "%s%s", any_inactive ? " " : ", ",
+                         s->triggers[i].config->name);
+                any_inactive = true;
+        }
+        if (any_inactive) {
+                l = strlen(s->status);
+                snprintf(s->status + l, sizeof s->status - l, " %s", trigger_unit_watch_inactive(s->units));
         }
         for (size_t i = 0; i < s->n; i++) {
                 if (!s->triggers[i].pace.suspended)
@@ -869,8 +861,8 @@ int trigger_set_info(TriggerSet *s, size_t i, TriggerInfo *ret) {
         *ret = (TriggerInfo){
                 .name = t->config->name,
                 .type = t->config->type,
-                .running = t->running,
-                .error = t->error,
+                .running = t->running && !trigger_inactive(s, t),
+                .error = t->error ?: trigger_inactive(s, t),
                 .suspended = t->pace.suspended,
                 .suspended_until = t->pace.suspended ? t->pace.suspended_until : 0,
                 .fired = t->pace.fired,

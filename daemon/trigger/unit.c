@@ -450,6 +450,16 @@ int trigger_unit_watch_new(sd_event *event, const TriggerUnitSpec *specs, size_t
         return 0;
 }
 
+const char *trigger_unit_watch_inactive(TriggerUnitWatch *w) {
+        if (!w->bus)
+                return "inactive: no system bus";
+        if (w->subscribed)
+                return NULL;
+        if (w->call_subscribe)
+                return "inactive: subscribing to systemd";
+        return "inactive: systemd is not on the system bus";
+}
+
 TriggerUnitWatch *trigger_unit_watch_free(TriggerUnitWatch *w) {
         if (!w)
                 return NULL;

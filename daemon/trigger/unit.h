@@ -51,5 +51,11 @@ int trigger_unit_watch_new(sd_event *event, const TriggerUnitSpec *specs, size_t
 TriggerUnitWatch *trigger_unit_watch_free(TriggerUnitWatch *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerUnitWatch *, trigger_unit_watch_free);
 
+/* NULL while units are watched (subscribed to systemd); otherwise why not:
+ * "inactive: no system bus", "inactive: systemd is not on the system bus",
+ * "inactive: subscribing to systemd". For the status line, which would
+ * otherwise count the unit triggers as running with nothing watched. */
+const char *trigger_unit_watch_inactive(TriggerUnitWatch *w);
+
 /* "foo_2dbar_2eservice" -> "foo-bar.service" (sd-bus object path labels). */
 int trigger_unit_name_from_path(const char *path, char **ret);

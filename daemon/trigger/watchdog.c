@@ -143,6 +143,19 @@ static char *peer_comm(pid_t pid) {
         return comm;
 }
 
+/* The process that registered or pinged last is the one the bundle names:
+ * two processes may use one watchdog name in turn, and the first may be
+ * gone by the time the second misses a deadline. */
+static void set_owner(Watchdog *d, const struct ucred *peer) {
+        if (!peer || (d->info.has_owner && d->info.pid == (uint32_t) peer->pid && d->info.uid == (uint32_t) peer->uid))
+                return;
+        d->info.has_owner = true;
+        d->info.pid = (uint32_t) peer->pid;
+        d->info.uid = (uint32_t) peer->uid;
+        free(d->comm);
+        d->comm = peer_comm(peer->pid);
+}
+
 int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t timeout,
                               const struct ucred *peer, char **ret_error) {
         usec_t now = now_usec(CLOCK_MONOTONIC);
@@ -161,6 +174,7 @@ int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t time
         d = find(w, name, NULL);
         if (d) {
                 d->info.timeout = timeout;
+                set_owner(d, peer);
                 k = arm(d, now);
                 return k < 0 ? k : 1;
         }
@@ -186,12 +200,7 @@ int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t time
         }
         d->info.timeout = timeout;
         d->info.registered_at = now;
-        if (peer) {
-                d->info.has_owner = true;
-                d->info.pid = (uint32_t) peer->pid;
-                d->info.uid = (uint32_t) peer->uid;
-                d->comm = peer_comm(peer->pid);
-        }
+        set_owner(d, peer);
         k = arm(d, now);
         if (k < 0) {
                 watchdog_free(d);
@@ -202,11 +211,12 @@ int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t time
         return 0;
 }
 
-int trigger_watchdog_ping(TriggerWatchdogs *w, const char *name) {
+int trigger_watchdog_ping(TriggerWatchdogs *w, const char *name, const struct ucred *peer) {
         Watchdog *d = find(w, name, NULL);
 
         if (!d)
                 return -ENOENT;
+        set_owner(d, peer);
         return arm(d, now_usec(CLOCK_MONOTONIC));
 }
 

@@ -62,8 +62,9 @@ bool trigger_watchdog_name_is_valid(const char *name);
  * and -ENOSPC when TRIGGER_WATCHDOGS_MAX exist, with *ret_error saying so. */
 int trigger_watchdog_register(TriggerWatchdogs *w, const char *name, usec_t timeout,
                               const struct ucred *peer, char **ret_error);
-/* -ENOENT when no watchdog has that name. */
-int trigger_watchdog_ping(TriggerWatchdogs *w, const char *name);
+/* -ENOENT when no watchdog has that name. A register or ping with a peer
+ * makes that peer the owner a missed deadline names (peer may be NULL). */
+int trigger_watchdog_ping(TriggerWatchdogs *w, const char *name, const struct ucred *peer);
 int trigger_watchdog_remove(TriggerWatchdogs *w, const char *name);
 
 /* For tests: how many there are, and the i-th watchdog (registration

@@ -297,4 +297,45 @@ static void test_unit(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
-RUN_TESTS(TEST(test_unit));
+/* No system bus: the unit triggers watch nothing, and the status line and
+ * the trigger's info say so rather than counting them as running. */
+static void test_no_bus(void) {
+        char dir[] = "/tmp/test-trigger-unit-XXXXXX";
+        _cleanup_strv_free_ char **warnings = NULL;
+        _cleanup_free_ char *error = NULL, *address = NULL;
+        _cleanup_(manager_freep) Manager *m = NULL;
+        TriggerInfo info;
+        PtracedConfig c;
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from system-wide perf events");
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        ASSERT_TRUE(asprintf(&address, "unix:path=%s/no-bus-here", dir) > 0);
+        ASSERT_EQ(setenv("DBUS_SYSTEM_BUS_ADDRESS", address, 1), 0);
+
+        ptraced_config_init(&c);
+        ASSERT_OK(config_parse_text(ptraced_config_items, ptraced_config_templates, "test.conf",
+                                    "[Trigger:myapp]\nType=unit\nUnits=myapp.service\n", &c, &warnings, &error));
+        ASSERT_OK(trigger_config_check_all(c.trigger_list, &warnings));
+        ASSERT_TRUE(asprintf(&c.directory, "%s/bundles", dir) > 0);
+        ASSERT_TRUE(asprintf(&c.control.socket, "%s/io.ptraced", dir) > 0);
+        c.buffer_size = 64 * 1024;
+        c.source = TRACE_SOURCE_SIM;
+        manager_block_signals();
+        ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 4 << 20, NULL), &m));
+        ptraced_config_done(&c);
+        ASSERT_OK(manager_start(m, 0));
+        for (int i = 0; i < 20; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        printf("status: %s\n", manager_status_text(m));
+        ASSERT_CONTAINS(manager_status_text(m), "0 triggers (1 not running), myapp inactive: no system bus");
+        ASSERT_OK(trigger_set_info(manager_get_triggers(m), 0, &info));
+        ASSERT_FALSE(info.running);
+        ASSERT_STREQ(info.error, "inactive: no system bus");
+
+        m = manager_free(m);
+        ASSERT_OK(rm_rf(dir));
+}
+
+RUN_TESTS(TEST(test_unit), TEST(test_no_bus));

@@ -17,6 +17,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <json-c/json.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -492,8 +493,20 @@ static void child_blocked(void *arg) {
         (void) wait(NULL);
 }
 
+/* The same as another user: the report made while the thread is blocked
+ * names that user and the thread's cgroup, as the one made at wake-up. */
+#define OFFCPU_UID 65534
+
+static void child_blocked_as_nobody(void *arg) {
+        if (setresgid(OFFCPU_UID, OFFCPU_UID, OFFCPU_UID) < 0 || setresuid(OFFCPU_UID, OFFCPU_UID, OFFCPU_UID) < 0)
+                _exit(3);
+        child_blocked(arg);
+}
+
 static void test_offcpu(void) {
         _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *line = NULL;
+        char *cgroup;
         Env e;
         Bundle b;
         pid_t pid;
@@ -501,7 +514,12 @@ static void test_offcpu(void) {
         require_bpf(TRIGGER_TYPE_OFFCPU);
         env_start(&e,
                   "[Trigger:blocked]\nType=offcpu\nThreshold=100ms\nComm=pttest-block\nMinIntervalSec=0\n");
-        pid = env_spawn(&e, "pttest-block", child_blocked, NULL);
+        pid = env_spawn(&e, "pttest-block", child_blocked_as_nobody, NULL);
+        /* Our cgroup2 path, which the child inherits (the line "0::/path"). */
+        ASSERT_OK(read_full_file("/proc/self/cgroup", 65536, &line, NULL));
+        cgroup = strstr(line, "0::/");
+        ASSERT_TRUE(cgroup && (cgroup == line || cgroup[-1] == '\n'));
+        cgroup[strcspn(cgroup, "\n")] = 0;
         env_wait_bundles(&e, 1, 5000, 0);
         /* Reported while blocked; the end of the interval, when the pipe is
          * written, comes from the BPF program and is not reported twice. */
@@ -515,6 +533,8 @@ static void test_offcpu(void) {
         ASSERT_STREQ(b.mf->trigger.reason, "offcpu:blocked");
         ASSERT_STREQ(detail_str(&b, "comm"), "pttest-block");
         ASSERT_EQ(detail_int(&b, "pid"), pid);
+        ASSERT_EQ(detail_int(&b, "uid"), OFFCPU_UID);
+        ASSERT_STREQ(detail_str(&b, "cgroup"), cgroup + 3);
         ASSERT_STREQ(detail_str(&b, "state"), "S");
         ASSERT_TRUE(detail_bool(&b, "still_blocked"));
         check_interval(&b, 100 * NSEC_PER_MSEC, 350 * NSEC_PER_MSEC);
@@ -598,6 +618,120 @@ static void test_crash(void) {
         env_stop(&e);
 }
 
+/* A thread renamed "pttest-worker" of process "pttest-mtcrash" crashes:
+ * Comm= matches the process's name, ThreadComm= the thread's, and Comm=
+ * with the thread's name does not match. */
+__attribute__((no_sanitize("undefined"))) static void *worker_crash(void *arg) {
+        (void) prctl(PR_SET_NAME, "pttest-worker");
+        sleep_ms(100);
+        *(volatile int *) NULL = 1;
+        return NULL;
+}
+
+static void child_thread_crash(void *arg) {
+        struct rlimit no_core = {};
+        pthread_t t;
+
+        (void) setrlimit(RLIMIT_CORE, &no_core);
+        (void) signal(SIGSEGV, SIG_DFL);
+        if (pthread_create(&t, NULL, worker_crash, NULL) != 0)
+                _exit(2);
+        (void) pthread_join(t, NULL);
+}
+
+static void test_crash_thread(void) {
+        _cleanup_strv_free_ char **l = NULL;
+        Env e;
+        Bundle b;
+        pid_t pid;
+        int status;
+
+        require_bpf(TRIGGER_TYPE_CRASH);
+        env_start(&e, "[Trigger:byprocess]\nType=crash\nComm=pttest-mtcrash\nMinIntervalSec=0\n"
+                      "[Trigger:bythread]\nType=crash\nThreadComm=pttest-worker\nMinIntervalSec=0\n"
+                      "[Trigger:both]\nType=crash\nComm=pttest-mtcrash\nThreadComm=pttest-worker\n"
+                      "MinIntervalSec=0\n"
+                      "[Trigger:notthread]\nType=crash\nComm=pttest-worker\nMinIntervalSec=0\n"
+                      "[Trigger:notmain]\nType=crash\nComm=pttest-mtcrash\nThreadComm=pttest-mtcrash\n"
+                      "MinIntervalSec=0\n");
+        pid = env_spawn(&e, "pttest-mtcrash", child_thread_crash, NULL);
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        e.n_children = 0;
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGSEGV);
+        env_wait_bundles(&e, 1, 5000, 500);
+
+        printf("fired: byprocess %" PRIu64 ", bythread %" PRIu64 ", both %" PRIu64 ", notthread %" PRIu64
+               ", notmain %" PRIu64 "\n",
+               env_trigger(&e, "byprocess")->fired, env_trigger(&e, "bythread")->fired,
+               env_trigger(&e, "both")->fired, env_trigger(&e, "notthread")->fired,
+               env_trigger(&e, "notmain")->fired);
+        ASSERT_EQ(env_trigger(&e, "byprocess")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "bythread")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "both")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "notthread")->fired, 0);
+        ASSERT_EQ(env_trigger(&e, "notmain")->fired, 0);
+
+        l = env_list(&e);
+        ASSERT_TRUE(strv_length(l) >= 1);
+        bundle_open(l[0], &b);
+        ASSERT_STREQ(detail_str(&b, "comm"), "pttest-worker");
+        ASSERT_STREQ(detail_str(&b, "process_comm"), "pttest-mtcrash");
+        ASSERT_EQ(detail_int(&b, "pid"), pid);
+        ASSERT_TRUE(detail_int(&b, "tid") != pid);
+        bundle_close(&b);
+        env_stop(&e);
+}
+
+/* A signal that kills without a core dump (SIGTERM), sent to a process of
+ * two threads: the kernel turns it into SIGKILL for each thread, the
+ * trigger still reports SIGTERM, once. */
+static void *idle_thread(void *arg) {
+        sleep_ms(20000);
+        return NULL;
+}
+
+static void child_terminated(void *arg) {
+        pthread_t t;
+
+        if (pthread_create(&t, NULL, idle_thread, NULL) != 0)
+                _exit(2);
+        (void) pthread_join(t, NULL);
+}
+
+static void test_crash_signal(void) {
+        _cleanup_strv_free_ char **l = NULL;
+        Env e;
+        Bundle b;
+        pid_t pid;
+        int status;
+
+        require_bpf(TRIGGER_TYPE_CRASH);
+        env_start(&e, "[Trigger:term]\nType=crash\nSignals=SIGTERM SIGINT\nComm=pttest-term\nMinIntervalSec=0\n"
+                      "[Trigger:kill]\nType=crash\nSignals=SIGKILL\nComm=pttest-term\nMinIntervalSec=0\n");
+        pid = env_spawn(&e, "pttest-term", child_terminated, NULL);
+        env_run(&e, 200);
+        ASSERT_OK(kill(pid, SIGTERM));
+        ASSERT_EQ(waitpid(pid, &status, 0), pid);
+        e.n_children = 0;
+        ASSERT_TRUE(WIFSIGNALED(status) && WTERMSIG(status) == SIGTERM);
+        env_wait_bundles(&e, 1, 5000, 500);
+
+        printf("fired: term %" PRIu64 ", kill %" PRIu64 "\n", env_trigger(&e, "term")->fired,
+               env_trigger(&e, "kill")->fired);
+        ASSERT_EQ(env_trigger(&e, "term")->fired, 1);
+        ASSERT_EQ(env_trigger(&e, "kill")->fired, 0);
+        l = env_list(&e);
+        ASSERT_EQ(strv_length(l), 1);
+        bundle_open(l[0], &b);
+        ASSERT_STREQ(b.mf->trigger.reason, "crash:term");
+        ASSERT_EQ(detail_int(&b, "signal"), SIGTERM);
+        ASSERT_STREQ(detail_str(&b, "signal_name"), "SIGTERM");
+        ASSERT_EQ(detail_int(&b, "pid"), pid);
+        ASSERT_STREQ(detail_str(&b, "process_comm"), "pttest-term");
+        bundle_close(&b);
+        env_stop(&e);
+}
+
 /* ---- heartbeat watchdogs ---- */
 
 static void test_watchdog(void) {
@@ -619,14 +753,14 @@ static void test_watchdog(void) {
         error = mfree(error);
         ASSERT_ERROR(trigger_watchdog_register(w, "fast", USEC_PER_MSEC, &me, &error), EINVAL);
         error = mfree(error);
-        ASSERT_ERROR(trigger_watchdog_ping(w, "nobody"), ENOENT);
+        ASSERT_ERROR(trigger_watchdog_ping(w, "nobody", &me), ENOENT);
 
         /* "kept" is pinged in time; "missed" never: one snapshot, not one per
          * timeout, and none for "kept". */
         uint64_t end = mono_ms() + 1500, limit = mono_ms() + 20000;
         while ((mono_ms() < end || env_bundles_written(&e) < 1) && mono_ms() < limit) {
                 env_run(&e, 50);
-                ASSERT_OK(trigger_watchdog_ping(w, "kept"));
+                ASSERT_OK(trigger_watchdog_ping(w, "kept", &me));
         }
         ASSERT_OK(trigger_watchdog_remove(w, "kept"));
         env_run(&e, 300);
@@ -644,12 +778,63 @@ static void test_watchdog(void) {
         bundle_close(&b);
 
         /* A ping arms it again. */
-        ASSERT_OK(trigger_watchdog_ping(w, "missed"));
+        ASSERT_OK(trigger_watchdog_ping(w, "missed", &me));
         env_wait_bundles(&e, 2, 20000, 300);
         strv_free(l);
         l = env_list(&e);
         ASSERT_EQ(strv_length(l), 2);
         ASSERT_EQ(trigger_watchdogs_count(w), 1);
+        env_stop(&e);
+}
+
+/* Two processes use one watchdog name in turn: each missed deadline names
+ * the process that registered last, not the first one, which is gone. */
+static void child_idle(void *arg) {
+        sleep_ms(20000);
+}
+
+static void test_watchdog_owner(void) {
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *error = NULL;
+        TriggerWatchdogs *w;
+        struct ucred first, second;
+        Env e;
+        Bundle b;
+
+        if (geteuid() != 0)
+                test_skip("needs root: the emulated CPUs' side-band comes from system-wide perf events");
+        env_start(&e, "");
+        w = trigger_set_watchdogs(manager_get_triggers(e.m));
+        first = (struct ucred){ .pid = env_spawn(&e, "pttest-wd-one", child_idle, NULL), .uid = 0 };
+        second = (struct ucred){ .pid = env_spawn(&e, "pttest-wd-two", child_idle, NULL), .uid = 0 };
+        sleep_ms(50); /* their names are set */
+
+        ASSERT_EQ(trigger_watchdog_register(w, "shared", 100 * USEC_PER_MSEC, &first, &error), 0);
+        env_wait_bundles(&e, 1, 20000, 0);
+        /* The first process ends; the second takes the name over. */
+        ASSERT_OK(kill(first.pid, SIGKILL));
+        ASSERT_EQ(waitpid(first.pid, NULL, 0), first.pid);
+        ASSERT_EQ(trigger_watchdog_register(w, "shared", 100 * USEC_PER_MSEC, &second, &error), 1);
+        env_wait_bundles(&e, 2, 20000, 300);
+
+        l = env_list(&e);
+        ASSERT_EQ(strv_length(l), 2);
+        bundle_open(l[0], &b);
+        ASSERT_EQ(b.mf->trigger.requester_pid, first.pid);
+        ASSERT_STREQ(b.mf->trigger.requester_comm, "pttest-wd-one");
+        bundle_close(&b);
+        bundle_open(l[1], &b);
+        ASSERT_STREQ(b.mf->trigger.reason, "watchdog:shared");
+        ASSERT_EQ(b.mf->trigger.requester_pid, second.pid);
+        ASSERT_STREQ(b.mf->trigger.requester_comm, "pttest-wd-two");
+        bundle_close(&b);
+
+        /* A ping from a third process hands it over too. */
+        struct ucred me = { .pid = getpid(), .uid = getuid(), .gid = getgid() };
+        TriggerWatchdogInfo info;
+        ASSERT_OK(trigger_watchdog_ping(w, "shared", &me));
+        ASSERT_OK(trigger_watchdog_get(w, 0, &info));
+        ASSERT_EQ(info.pid, (uint32_t) getpid());
         env_stop(&e);
 }
 
@@ -787,6 +972,8 @@ int main(int argc, char **argv) {
                 TEST(test_function_latency), TEST(test_sched_latency), TEST(test_syscall_latency),
                 TEST(test_offcpu),           TEST(test_crash),         TEST(test_watchdog),
                 TEST(test_storm),            TEST(test_bad_config),    TEST(test_client),
+                TEST(test_watchdog_owner),   TEST(test_crash_thread),
+                TEST(test_crash_signal),
         };
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 

@@ -93,6 +93,7 @@ static void test_good(void) {
                              "Type=offcpu\n"
                              "Threshold=10s\n"
                              "State=uninterruptible\n"
+                             "ThreadComm=kworker/0:1 jbd2/sda1-8\n"
                              "[Trigger:segv]\n"
                              "Type=crash\n"
                              "[Trigger:abort-too]\n"
@@ -114,6 +115,7 @@ static void test_good(void) {
         ASSERT_EQ(t->type, TRIGGER_TYPE_SCHED_LATENCY);
         ASSERT_EQ(t->threshold, 5000);
         ASSERT_EQ(strv_length(t->comms), 2);
+        ASSERT_NULL(t->thread_comms);
         ASSERT_EQ(t->n_pids, 2);
         ASSERT_EQ(t->pids[1], 42);
         ASSERT_STREQ(t->cgroup, "/system.slice/nginx.service");

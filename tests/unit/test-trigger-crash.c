@@ -82,4 +82,32 @@ static void test_fields(void) {
         ASSERT_STREQ(trigger_signal_name(40, sig), "SIG40");
 }
 
-RUN_TESTS(TEST(test_fields));
+/* The log line names the process by its own name and the thread that took
+ * the signal by its name. */
+static void test_describe(void) {
+        TriggerCrash c = {
+                .event = {
+                        .pid = 1234,
+                        .tid = 1240,
+                        .uid = 1000,
+                        .comm = "worker-3",
+                        .other_comm = "myserver",
+                        .value = SIGSEGV,
+                        .addr = 0x10,
+                },
+        };
+        char buf[256];
+
+        trigger_crash_describe(&c, buf, sizeof buf);
+        ASSERT_STREQ(buf, "Process 1234 (myserver) of user 1000 crashed with SIGSEGV at 0x10 in thread 1240 (worker-3)");
+        /* The main thread under the process's name: said once. */
+        c.event.tid = 1234;
+        memcpy(c.event.comm, "myserver", 9);
+        trigger_crash_describe(&c, buf, sizeof buf);
+        ASSERT_STREQ(buf, "Process 1234 (myserver) of user 1000 crashed with SIGSEGV at 0x10");
+        /* Too small a buffer is cut, still terminated. */
+        trigger_crash_describe(&c, buf, 12);
+        ASSERT_STREQ(buf, "Process 123");
+}
+
+RUN_TESTS(TEST(test_fields), TEST(test_describe));

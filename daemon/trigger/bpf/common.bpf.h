@@ -34,8 +34,13 @@ const volatile __u32 trigger_id = 0;
 const volatile __u64 threshold_ns = 0;
 const volatile __u32 n_pids = 0;
 const volatile __u32 pids[TRIGGER_FILTER_PIDS_MAX] = {};
+/* Comm=: the process's name (its thread group leader's comm, what ps -o
+ * comm shows); ThreadComm=: the thread's own (prctl(PR_SET_NAME) renames a
+ * thread, not its process). */
 const volatile __u32 n_comms = 0;
 const volatile char comms[TRIGGER_FILTER_COMMS_MAX][TRIGGER_COMM_LEN] = {};
+const volatile __u32 n_thread_comms = 0;
+const volatile char thread_comms[TRIGGER_FILTER_COMMS_MAX][TRIGGER_COMM_LEN] = {};
 /* Cgroup=: on or off before load; the cgroup2 id and its depth below the
  * root in .bss, because the daemon resolves the path again when the cgroup
  * is created later or re-created (a restarted unit gets a new id). Id 0
@@ -91,16 +96,32 @@ static __always_inline bool comm_equal(const char *a, const volatile char *b) {
         return true;
 }
 
-static __always_inline bool comm_matches(const char *comm) {
-        if (n_comms == 0)
-                return true;
+static __always_inline bool comm_in(const char *comm, const volatile char (*list)[TRIGGER_COMM_LEN], __u32 n) {
         for (__u32 i = 0; i < TRIGGER_FILTER_COMMS_MAX; i++) {
-                if (i >= n_comms)
+                if (i >= n)
                         break;
-                if (comm_equal(comm, comms[i]))
+                if (comm_equal(comm, list[i]))
                         return true;
         }
         return false;
+}
+
+/* Comm= and ThreadComm= for task t (its process's name is its group
+ * leader's comm). */
+static __always_inline bool task_names_match(struct task_struct *t) {
+        char c[TRIGGER_COMM_LEN];
+
+        if (n_comms > 0) {
+                bpf_probe_read_kernel_str(c, sizeof(c), BPF_CORE_READ(t, group_leader, comm));
+                if (!comm_in(c, comms, n_comms))
+                        return false;
+        }
+        if (n_thread_comms > 0) {
+                bpf_probe_read_kernel_str(c, sizeof(c), &t->comm);
+                if (!comm_in(c, thread_comms, n_thread_comms))
+                        return false;
+        }
+        return true;
 }
 
 static __always_inline bool pid_matches(__u32 tgid) {
@@ -119,12 +140,8 @@ static __always_inline bool pid_matches(__u32 tgid) {
 static __always_inline bool task_matches(struct task_struct *t) {
         if (!pid_matches(BPF_CORE_READ(t, tgid)))
                 return false;
-        if (n_comms > 0) {
-                char c[TRIGGER_COMM_LEN];
-                bpf_probe_read_kernel_str(c, sizeof(c), &t->comm);
-                if (!comm_matches(c))
-                        return false;
-        }
+        if (!task_names_match(t))
+                return false;
         if (cgroup_filter && !task_in_cgroup(t))
                 return false;
         return true;
@@ -134,12 +151,9 @@ static __always_inline bool task_matches(struct task_struct *t) {
 static __always_inline bool current_matches(void) {
         if (!pid_matches(bpf_get_current_pid_tgid() >> 32))
                 return false;
-        if (n_comms > 0) {
-                char c[TRIGGER_COMM_LEN];
-                bpf_get_current_comm(c, sizeof(c));
-                if (!comm_matches(c))
-                        return false;
-        }
+        if ((n_comms > 0 || n_thread_comms > 0) &&
+            !task_names_match((struct task_struct *) bpf_get_current_task()))
+                return false;
         if (cgroup_filter && bpf_get_current_ancestor_cgroup_id(cgroup_level) != cgroup_id)
                 return false;
         return true;

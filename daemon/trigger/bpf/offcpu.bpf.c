@@ -41,6 +41,9 @@ int BPF_PROG(offcpu_switch, bool preempt, struct task_struct *prev, struct task_
                         .start_ns = now,
                         .pid = BPF_CORE_READ(prev, tgid),
                         .state = (__u32) state,
+                        .uid = BPF_CORE_READ(prev, cred, uid.val),
+                        .gid = BPF_CORE_READ(prev, cred, gid.val),
+                        .cgroup_id = BPF_CORE_READ(prev, cgroups, dfl_cgrp, kn, id),
                 };
                 bpf_probe_read_kernel_str(n.comm, sizeof(n.comm), &prev->comm);
                 bpf_map_update_elem(&start, &tid, &n, BPF_ANY);

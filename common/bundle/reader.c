@@ -670,10 +670,20 @@ int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, c
         return 0;
 }
 
+int bundle_reader_verify_member(BundleReader *r, const char *name, char **ret_error) {
+        const BundleMember *mb = NULL;
+        Sink sink = { .put = sink_null };
+        int k;
+
+        k = lookup(r, name, &mb, ret_error);
+        if (k < 0)
+                return k;
+        return stream_member(r, mb, &sink, ret_error);
+}
+
 int bundle_reader_verify(BundleReader *r, char **ret_error) {
         for (size_t i = 0; i < r->manifest->n_members; i++) {
-                Sink sink = { .put = sink_null };
-                int k = stream_member(r, &r->manifest->members[i], &sink, ret_error);
+                int k = bundle_reader_verify_member(r, r->manifest->members[i].name, ret_error);
                 if (k < 0)
                         return k;
         }

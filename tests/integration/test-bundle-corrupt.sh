@@ -9,14 +9,7 @@ set -euo pipefail
 ptctl=$1 ptsynth=$2 edit=$3
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
-fail() { echo "FAIL: $*" >&2; exit 1; }
-run() { # run CODE CMD...: exit code must be CODE; output in $out
-    local code=$1 rc=0; shift
-    out=$("$@" 2>&1) || rc=$?
-    [ "$rc" -eq "$code" ] || fail "'$*' exited $rc, expected $code: $out"
-}
-has() { grep -qF -- "$1" <<<"$out" || fail "expected '$1' in: $out"; }
-hasnt() { ! grep -qF -- "$1" <<<"$out" || fail "did not expect '$1' in: $out"; }
+. "$(dirname "$(readlink -f "$0")")/expect.sh"
 
 "$ptsynth" --cpus 2 --seed 3 -o "$tmp/good.tar" >/dev/null
 "$edit" "$tmp/good.tar" "$tmp/bad.tar" 'member("cpu0.pt")["sha256"] = "00" * 32'

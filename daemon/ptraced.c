@@ -19,6 +19,7 @@
 #include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
+#include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
 #include "daemon/recorder/recorder.h"
 #if HAVE_EMULATED_PMU
@@ -189,12 +190,18 @@ static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         _cleanup_pmu_free_ Pmu *pmu = NULL;
         _cleanup_(pt_event_config_done) PtEventConfig event = {};
         _cleanup_free_ char *filter = NULL;
+        Lookback lookback;
         int r;
 
         r = ptraced_config_load_event(config, backend->sysfs_root, &pmu, &event);
         if (r < 0)
                 return r;
         r = ptraced_config_load_filters(config, pmu, &event, &filter);
+        if (r < 0)
+                return r;
+        /* Every refusal of start-up that depends on the configuration alone
+         * (issue 17: --check-config must not pass what start-up refuses). */
+        r = ptraced_config_check_memory(config, backend, &lookback);
         if (r < 0)
                 return r;
 

@@ -375,7 +375,7 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
 }
 
 uint64_t decoder_error_count(const Decoder *d) {
-        return d->n_errors + d->ctx->stats.malformed;
+        return d->n_errors + d->ctx->stats.malformed + strv_length(d->in->errors);
 }
 
 int decoder_print_summary(const Decoder *d, FILE *f) {

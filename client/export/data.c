@@ -372,24 +372,21 @@ int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const
 
         if (m->sideband.member) {
                 r = bundle_reader_read_member(br, m->sideband.member, &sb, &sb_size, &error);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        r = export_note(res, "side-band %s unreadable, left out: %s", m->sideband.member,
-                                 strna(error));
-                        if (r < 0)
-                                return r;
-                        sb = mfree(sb);
-                        sb_size = 0;
-                }
+                if (r < 0)
+                        return export_member_error(ret_error, r, m->sideband.member, error);
         } else if ((r = export_note(res, "the bundle has no side-band: perf cannot tell threads or find images")) <
                    0)
                 return r;
         r = scan_sideband(sb, sb_size, sample_type, sample_id_all, &f, res);
         if (r < 0)
                 goto finish;
-        if (m->kernel.kallsyms_member)
-                (void) bundle_reader_read_member(br, m->kernel.kallsyms_member, &kallsyms, &ks_size, NULL);
+        if (m->kernel.kallsyms_member) {
+                r = bundle_reader_read_member(br, m->kernel.kallsyms_member, &kallsyms, &ks_size, &error);
+                if (r < 0) {
+                        sideband_facts_done(&f);
+                        return export_member_error(ret_error, r, m->kernel.kallsyms_member, error);
+                }
+        }
 
         fd = openat(outfd, "data", O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         if (fd < 0) {
@@ -533,15 +530,9 @@ int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const
                 if (!c->member)
                         continue;
                 r = bundle_reader_read_member(br, c->member, &trace, &size, &error);
-                if (r == -ENOMEM)
-                        goto finish;
                 if (r < 0) {
-                        r = export_note(res, "CPU %" PRIu32 ": %s unreadable, left out: %s", c->cpu, c->member,
-                                 strna(error));
-                        error = mfree(error);
-                        if (r < 0)
-                                goto finish;
-                        continue;
+                        sideband_facts_done(&f);
+                        return export_member_error(ret_error, r, c->member, error);
                 }
                 r = perf_data_writer_add_auxtrace(w, (uint32_t) idx++, c->cpu, UINT32_MAX, 0,
                                                   c->has_time ? c->last_tsc : 0, trace, size);

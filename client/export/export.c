@@ -43,6 +43,13 @@ int export_error(char **ret_error, int r, const char *fmt, ...) {
         return r;
 }
 
+int export_member_error(char **ret_error, int r, const char *member, const char *error) {
+        /* The reader's messages name the member already. */
+        if (error)
+                return export_error(ret_error, r, "%s", error);
+        return export_error(ret_error, r, "%s: %s", member, strerror(-r));
+}
+
 int export_perf(const char *bundle, const char *outdir, const char *const *cmdline, ExportPerfResult *ret,
                 char **ret_error) {
         _cleanup_(bundle_reader_freep) BundleReader *br = NULL;
@@ -87,9 +94,9 @@ int export_perf(const char *bundle, const char *outdir, const char *const *cmdli
 
         r = export_perf_data(br, m, outfd, cmdline, &res, ret_error);
         if (r >= 0)
-                r = export_kcore_dir(br, m, outfd, &res);
+                r = export_kcore_dir(br, m, outfd, &res, ret_error);
         if (r >= 0)
-                r = export_symfs(br, m, outfd, &res);
+                r = export_symfs(br, m, outfd, &res, ret_error);
         if (r < 0) {
                 /* Leave nothing half-written behind. */
                 if (created)

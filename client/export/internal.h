@@ -26,5 +26,10 @@ char *export_symfs_path(const char *path);
 /* The steps of export_perf(), each into the directory outfd. */
 int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
                      ExportPerfResult *res, char **ret_error);
-int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res);
-int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res);
+int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res,
+                     char **ret_error);
+int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res, char **ret_error);
+/* A member the bundle lists but the reader refuses (SHA-256 mismatch,
+ * corrupt compression, over a limit) fails the export: perf would be
+ * handed a recording with a CPU or an image silently missing (issue 17). */
+int export_member_error(char **ret_error, int r, const char *member, const char *error);

@@ -106,7 +106,7 @@ static int open_parent(int dirfd, const char *rel, int *ret_fd, const char **ret
         return 0;
 }
 
-int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res) {
+int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res, char **ret_error) {
         _cleanup_close_ int symfs = -EBADF;
         int r;
 
@@ -134,14 +134,8 @@ int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPer
                         continue;
                 }
                 r = bundle_reader_member_memfd(br, img->member, &mfd, &error);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        r = export_note(res, "image %s unreadable, left out: %s", img->member, strna(error));
-                        if (r < 0)
-                                return r;
-                        continue;
-                }
+                if (r < 0)
+                        return export_member_error(ret_error, r, img->member, error);
                 for (char **p = img->paths; p && *p; p++) {
                         _cleanup_free_ char *rel = export_symfs_path(*p);
                         _cleanup_close_ int pfd = -EBADF;
@@ -182,7 +176,8 @@ int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPer
         return 0;
 }
 
-int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res) {
+int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res,
+                     char **ret_error) {
         _cleanup_close_ int kdir = -EBADF;
         _cleanup_free_ char *error = NULL;
         int r;
@@ -200,8 +195,9 @@ int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, Expor
                 _cleanup_close_ int mfd = -EBADF;
 
                 r = bundle_reader_member_memfd(br, m->kernel.kcore_member, &mfd, &error);
-                if (r >= 0)
-                        r = copy_fd_to(mfd, kdir, "kcore", 0400);
+                if (r < 0)
+                        return export_member_error(ret_error, r, m->kernel.kcore_member, error);
+                r = copy_fd_to(mfd, kdir, "kcore", 0400);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
@@ -234,15 +230,8 @@ int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, Expor
 
                 if (member) {
                         r = bundle_reader_read_member(br, member, &data, &size, &error);
-                        if (r == -ENOMEM)
-                                return r;
-                        if (r < 0) {
-                                r = export_note(res, "%s unreadable, written empty: %s", member, strna(error));
-                                if (r < 0)
-                                        return r;
-                                error = mfree(error);
-                                size = 0;
-                        }
+                        if (r < 0)
+                                return export_member_error(ret_error, r, member, error);
                 }
                 r = write_all_at(kdir, texts[i].file, data, size, 0400);
                 if (r < 0)

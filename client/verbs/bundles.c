@@ -21,6 +21,7 @@ static const char *const state_table[_BUNDLE_STATE_MAX] = {
         [BUNDLE_STATE_TRUNCATED] = "truncated",
         [BUNDLE_STATE_INCOMPLETE] = "incomplete",
         [BUNDLE_STATE_INACCESSIBLE] = "inaccessible",
+        [BUNDLE_STATE_CORRUPT] = "corrupt",
 };
 
 const char *bundle_state_to_string(BundleState s) {
@@ -261,80 +262,6 @@ int ptctl_parse_timestamp(const char *s, usec_t now, usec_t *ret) {
                 }
         }
         return -EINVAL;
-}
-
-/* Length of the valid UTF-8 sequence at p encoding a printable code point
- * (not a C1 control, surrogate or overlong form), or 0. */
-static size_t utf8_printable_len(const unsigned char *p) {
-        uint32_t cp;
-        size_t n;
-
-        if (p[0] < 0xc2 || p[0] > 0xf4)
-                return 0;
-        n = p[0] < 0xe0 ? 2 : p[0] < 0xf0 ? 3 : 4;
-        cp = p[0] & (0x7f >> n);
-        for (size_t i = 1; i < n; i++) {
-                if ((p[i] & 0xc0) != 0x80)
-                        return 0;
-                cp = (cp << 6) | (p[i] & 0x3f);
-        }
-        if ((n == 3 && cp < 0x800) || (n == 4 && (cp < 0x10000 || cp > 0x10ffff)) || (cp >= 0xd800 && cp <= 0xdfff) ||
-            cp < 0xa0)
-                return 0;
-        return n;
-}
-
-/* Bytes at p taken as one unit, and the columns it shows as: a printable
- * ASCII character or UTF-8 sequence as itself, anything else (controls,
- * invalid bytes, the backslash) as \xNN. */
-static size_t escaped_unit(const unsigned char *p, size_t *ret_cols, bool *ret_escape) {
-        size_t n;
-
-        if (*p >= 0x20 && *p < 0x7f && *p != '\\') {
-                *ret_cols = 1;
-                *ret_escape = false;
-                return 1;
-        }
-        n = utf8_printable_len(p);
-        if (n > 0) {
-                *ret_cols = 1;
-                *ret_escape = false;
-                return n;
-        }
-        *ret_cols = 4;
-        *ret_escape = true;
-        return 1;
-}
-
-char *escape_string(const char *s, size_t max) {
-        size_t l = strlen(s), total = 0, cols = 0, o = 0, n, w;
-        char *out = malloc(l * 4 + 4);
-        bool esc;
-
-        if (!out)
-                return NULL;
-        for (const unsigned char *p = (const unsigned char *) s; *p; p += n) {
-                n = escaped_unit(p, &w, &esc);
-                total += w;
-        }
-        for (const unsigned char *p = (const unsigned char *) s; *p; p += n) {
-                n = escaped_unit(p, &w, &esc);
-                /* Cut: leave one column for the ellipsis. */
-                if (max > 0 && total > max && cols + w > max - 1) {
-                        memcpy(out + o, "\xe2\x80\xa6", 3); /* … */
-                        o += 3;
-                        break;
-                }
-                if (esc)
-                        o += (size_t) sprintf(out + o, "\\x%02x", *p);
-                else {
-                        memcpy(out + o, p, n);
-                        o += n;
-                }
-                cols += w;
-        }
-        out[o] = 0;
-        return out;
 }
 
 void fputs_escaped(FILE *f, const char *s, size_t max) {

@@ -10,6 +10,7 @@
 
 #include <stdio.h>
 
+#include "common/basic/string-util.h"
 #include "common/basic/time-util.h"
 #include "common/bundle/bundle.h"
 
@@ -18,6 +19,7 @@ typedef enum BundleState {
         BUNDLE_STATE_TRUNCATED,    /* complete file, but trace or side-band data was lost while recording */
         BUNDLE_STATE_INCOMPLETE,   /* damaged or partial file, newer format, or a CPU without its data */
         BUNDLE_STATE_INACCESSIBLE, /* the caller may not read it */
+        BUNDLE_STATE_CORRUPT,      /* a member fails its SHA-256 or its decompression (info verifies; list does not) */
         _BUNDLE_STATE_MAX,
 } BundleState;
 
@@ -56,8 +58,5 @@ int bundle_row_load(const char *path, BundleRow *ret);
  * (today). Local time. -EINVAL when unparsable. */
 int ptctl_parse_timestamp(const char *s, usec_t now, usec_t *ret);
 
-/* Print s with control characters and non-ASCII bytes escaped as \xNN;
- * at most max visible columns (0 = all), "…" marks a cut. */
+/* Print s as escape_string() (common/basic/string-util.h) gives it. */
 void fputs_escaped(FILE *f, const char *s, size_t max);
-/* Same into a new string. */
-char *escape_string(const char *s, size_t max);

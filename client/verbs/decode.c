@@ -508,6 +508,11 @@ static int run(int argc, char **argv) {
                 return r == -EACCES || r == -EPERM ? PTCTL_EXIT_DENIED : PTCTL_EXIT_FAILURE;
         }
 
+        /* Said at once and whatever the format or -q: what of the input
+         * could not be used (they count as decode errors for --strict). */
+        for (char **e = in->errors; e && *e; e++)
+                log_error("error: %s", *e);
+
         r = decoder_new(in, &opts, &d, &error);
         if (r < 0) {
                 if (error)

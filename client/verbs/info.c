@@ -19,13 +19,14 @@
 #include "client/verbs/verbs.h"
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
+#include "common/basic/strv.h"
 
 #define ID_PREFIX_MIN 4
 
 typedef struct InfoArgs {
         const char *directory;
         const char *target;
-        bool verify;
+        bool no_verify;
 } InfoArgs;
 
 static void help(void) {
@@ -37,18 +38,20 @@ static void help(void) {
                "\n"
                "  -h --help               Show this help\n"
                "  -D --directory DIR      Bundles directory (default %s)\n"
-               "     --verify             Also check every member against its SHA-256\n"
+               "     --verify             Check every member against its SHA-256 (the default)\n"
+               "     --no-verify          Show the manifest without reading the members\n"
                "     --json               The manifest as JSON, with path and state\n",
                ID_PREFIX_MIN, PTRACED_BUNDLE_DIR);
 }
 
-enum { ARG_VERIFY = 0x100 };
+enum { ARG_VERIFY = 0x100, ARG_NO_VERIFY };
 
 /* Also exposed through verb_info, so ptctl(1) can be checked against it. */
 static const struct option info_options[] = {
         { "help", no_argument, NULL, 'h' },
         { "directory", required_argument, NULL, 'D' },
         { "verify", no_argument, NULL, ARG_VERIFY },
+        { "no-verify", no_argument, NULL, ARG_NO_VERIFY },
         {},
 };
 #define INFO_SHORT_OPTIONS "hD:"
@@ -65,7 +68,10 @@ static int parse_args(int argc, char **argv, InfoArgs *a) {
                         a->directory = optarg;
                         break;
                 case ARG_VERIFY:
-                        a->verify = true;
+                        a->no_verify = false;
+                        break;
+                case ARG_NO_VERIFY:
+                        a->no_verify = true;
                         break;
                 default:
                         return -EINVAL;
@@ -263,7 +269,7 @@ static void print_images(const BundleManifest *m) {
         }
 }
 
-static void print_human(const char *path, const BundleReader *reader, BundleState state) {
+static void print_human(const char *path, const BundleReader *reader, BundleState state, char *const *corrupt) {
         const BundleManifest *m = bundle_reader_manifest(reader);
         const BundleTrigger *t = &m->trigger;
         char buf[512], b1[FORMAT_BYTES_MAX], b2[FORMAT_BYTES_MAX], ts[FORMAT_TIMESTAMP_MAX], r1[48], r2[48];
@@ -271,11 +277,19 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
 
         field("Bundle", path);
         field("ID", m->id);
-        snprintf(buf, sizeof buf, "%s%s", bundle_state_to_string(state),
-                 state == BUNDLE_STATE_TRUNCATED ? " (trace or side-band data was lost while recording)"
-                 : state == BUNDLE_STATE_INCOMPLETE ? " (a CPU's trace is missing, see below)"
-                                                    : "");
+        if (state == BUNDLE_STATE_CORRUPT && !corrupt[1])
+                snprintf(buf, sizeof buf, "corrupt (%s)", corrupt[0]);
+        else if (state == BUNDLE_STATE_CORRUPT)
+                snprintf(buf, sizeof buf, "corrupt (%zu members, below)", strv_length(corrupt));
+        else
+                snprintf(buf, sizeof buf, "%s%s", bundle_state_to_string(state),
+                         state == BUNDLE_STATE_TRUNCATED ? " (trace or side-band data was lost while recording)"
+                         : state == BUNDLE_STATE_INCOMPLETE ? " (a CPU's trace is missing, see below)"
+                                                            : "");
         field("State", buf);
+        if (corrupt && corrupt[1])
+                for (char *const *c = corrupt; *c; c++)
+                        field("Corrupt", *c);
         field("Simulated", yes_no(m->simulated));
         field("Generator", m->generator);
 
@@ -359,7 +373,8 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
         print_cpus(m);
 }
 
-static int print_json(const char *path, const BundleReader *reader, BundleState state, const char *error) {
+static int print_json(const char *path, const BundleReader *reader, BundleState state, const char *error,
+                      char *const *corrupt) {
         struct json_object *o = json_object_new_object(), *manifest = NULL;
         struct stat st;
 
@@ -371,6 +386,12 @@ static int print_json(const char *path, const BundleReader *reader, BundleState 
         json_object_object_add(o, "state", json_object_new_string(bundle_state_to_string(state)));
         if (error)
                 json_object_object_add(o, "error", json_object_new_string(error));
+        if (corrupt) {
+                struct json_object *a = json_object_new_array();
+                for (char *const *c = corrupt; *c; c++)
+                        json_object_array_add(a, json_object_new_string(*c));
+                json_object_object_add(o, "corrupt", a);
+        }
         if (reader) {
                 _cleanup_free_ char *text = NULL, *err = NULL;
                 if (bundle_manifest_to_json(bundle_reader_manifest(reader), &text, NULL, &err) < 0) {
@@ -386,10 +407,31 @@ static int print_json(const char *path, const BundleReader *reader, BundleState 
         return 0;
 }
 
+/* Every member through decompression and SHA-256: a bundle whose bytes
+ * changed is corrupt, whatever its manifest says (issue 17: info said
+ * "present" for a CPU trace with a wrong hash). Each bad member is named. */
+static int verify_members(BundleReader *reader, char ***ret_corrupt) {
+        const BundleManifest *m = bundle_reader_manifest(reader);
+        _cleanup_strv_free_ char **corrupt = NULL;
+
+        for (size_t i = 0; i < m->n_members; i++) {
+                _cleanup_free_ char *error = NULL;
+                int r = bundle_reader_verify_member(reader, m->members[i].name, &error);
+
+                if (r == -ENOMEM)
+                        return r;
+                if (r < 0 && strv_extend(&corrupt, error ?: m->members[i].name) < 0)
+                        return -ENOMEM;
+        }
+        *ret_corrupt = TAKE_PTR(corrupt);
+        return 0;
+}
+
 static int verb_info_run(int argc, char **argv) {
         InfoArgs a = { .directory = PTRACED_BUNDLE_DIR };
         _cleanup_(bundle_reader_freep) BundleReader *reader = NULL;
         _cleanup_free_ char *path = NULL, *error = NULL;
+        _cleanup_strv_free_ char **corrupt = NULL;
         BundleState state;
         int r, ex;
 
@@ -405,13 +447,14 @@ static int verb_info_run(int argc, char **argv) {
 
         r = bundle_reader_open(path, NULL, &reader, &error);
         state = bundle_state_classify(r, r >= 0 ? bundle_reader_manifest(reader) : NULL);
-        if (r >= 0 && a.verify) {
-                r = bundle_reader_verify(reader, &error);
-                if (r < 0)
-                        state = BUNDLE_STATE_INCOMPLETE;
+        if (r >= 0 && !a.no_verify) {
+                if (verify_members(reader, &corrupt) < 0)
+                        return log_oom(), PTCTL_EXIT_FAILURE;
+                if (corrupt)
+                        state = BUNDLE_STATE_CORRUPT;
         }
         if (arg_globals.json)
-                (void) print_json(path, reader, state, r < 0 ? error : NULL);
+                (void) print_json(path, reader, state, r < 0 ? error : NULL, corrupt);
         if (r < 0) {
                 if (!arg_globals.json)
                         log_error("%s: %s", path, error ?: strerror(-r));
@@ -425,10 +468,15 @@ static int verb_info_run(int argc, char **argv) {
                 return PTCTL_EXIT_FAILURE;
         }
         if (!arg_globals.json) {
-                print_human(path, reader, state);
-                if (a.verify)
+                print_human(path, reader, state, corrupt);
+                if (!a.no_verify && !corrupt)
                         printf("\nVerified: all %zu members match their SHA-256.\n",
                                bundle_reader_manifest(reader)->n_members);
+        }
+        if (corrupt) {
+                log_error("%s: %zu corrupt member%s: the bundle's bytes changed after it was written", path,
+                          strv_length(corrupt), strv_length(corrupt) == 1 ? "" : "s");
+                return PTCTL_EXIT_FAILURE;
         }
         return PTCTL_EXIT_OK;
 }

@@ -6,14 +6,9 @@
 
 #include "common/basic/fileio.h"
 
-int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size) {
-        _cleanup_close_ int fd = -EBADF;
+static int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t n = 0, allocated = 0;
-
-        fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
-        if (fd < 0)
-                return -errno;
 
         for (;;) {
                 ssize_t k;
@@ -50,6 +45,32 @@ int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, 
                 *ret_size = n;
         *ret = TAKE_PTR(buf);
         return 0;
+}
+
+int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size) {
+        _cleanup_close_ int fd = openat(dirfd, path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+
+        if (fd < 0)
+                return -errno;
+        return read_full_fd(fd, max_size, ret, ret_size);
+}
+
+int read_regular_file(const char *path, size_t max_size, char **ret, size_t *ret_size) {
+        /* O_NONBLOCK: opening a FIFO for reading blocks until a writer
+         * comes, and ptraced has SIGTERM blocked by then (issue 17: a FIFO
+         * as --config needed kill -9). It changes nothing for a regular file. */
+        _cleanup_close_ int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        struct stat st;
+
+        if (fd < 0)
+                return -errno;
+        if (fstat(fd, &st) < 0)
+                return -errno;
+        if (S_ISDIR(st.st_mode))
+                return -EISDIR;
+        if (!S_ISREG(st.st_mode))
+                return -EBADFD;
+        return read_full_fd(fd, max_size, ret, ret_size);
 }
 
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size) {

@@ -9,6 +9,11 @@
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
 /* Same, on an open directory fd (openat semantics); dirfd may be AT_FDCWD. */
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size);
+/* Same, for a file that must be a regular file (configuration): opened
+ * without blocking, so a FIFO or a device never hangs the caller;
+ * -EISDIR for a directory, -EBADFD for anything else that is not a
+ * regular file. */
+int read_regular_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
 /* First line without the newline; sysfs style. */
 int read_one_line_file(const char *path, char **ret);
 int read_one_line_file_at(int dirfd, const char *path, char **ret);

@@ -33,8 +33,10 @@
  *   Every byte is hostile: names are validated and never touch the file
  *   system, sizes are bounded before allocation, decompression is bounded
  *   by the manifest's size and the limits, SHA-256 is verified on every
- *   read. Also accepts a whole-file zstd-compressed bundle (bundle.tar.zst);
- *   it is decompressed (bounded) into an unnamed temporary file first.
+ *   read. Also accepts a whole-file zstd-compressed bundle (bundle.tar.zst):
+ *   its tar headers are walked as it decompresses (bounded, nothing
+ *   written), and only once the manifest accounts for every entry is it
+ *   staged, when a member is first read, into an unnamed temporary.
  *
  * All functions return negative errno on failure and, where a char
  * **ret_error is taken, a message for the user (caller frees; may be NULL
@@ -142,6 +144,7 @@ typedef struct BundleReaderLimits {
         uint64_t max_member_size; /* content size of one member */
         uint64_t max_manifest_size;
         uint64_t max_file_size;   /* the (decompressed) tar as a whole */
+        uint64_t max_content_size; /* the members' content sizes added up */
 } BundleReaderLimits;
 
 #define BUNDLE_READER_LIMITS_DEFAULT                                                                         \
@@ -150,6 +153,7 @@ typedef struct BundleReaderLimits {
                 .max_member_size = UINT64_C(4) << 30,                                                       \
                 .max_manifest_size = BUNDLE_MANIFEST_MAX_SIZE,                                              \
                 .max_file_size = UINT64_C(64) << 30,                                                        \
+                .max_content_size = UINT64_C(16) << 30,                                                     \
         })
 
 typedef struct BundleReader BundleReader;
@@ -187,6 +191,10 @@ int bundle_reader_read_member(BundleReader *r, const char *name, void **ret_data
 /* Same, into an unnamed memory file (memfd) positioned at 0: for images
  * handed to libelf/libdw, which want an fd. */
 int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, char **ret_error);
+/* Stream one member through decompression and SHA-256 without keeping
+ * it: 0 when it is intact, the errors of bundle_reader_read_member()
+ * otherwise (-EBADMSG for a hash or size mismatch or corrupt compression). */
+int bundle_reader_verify_member(BundleReader *r, const char *name, char **ret_error);
 /* Stream every member through decompression and SHA-256 without keeping
  * it; the first failure is returned with the member named. */
 int bundle_reader_verify(BundleReader *r, char **ret_error);

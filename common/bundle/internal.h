@@ -36,3 +36,16 @@ int bundle_anon_tmpfile(int dir_fd, const char *name_hint);
 
 /* "4.0 MiB" for messages. */
 const char *bundle_format_size(char buf[static 32], uint64_t bytes);
+
+/* A whole-file zstd bundle as a stream of tar bytes (reader-zstd.c): _next
+ * gives the next decompressed chunk (> 0), 0 at the end, or a negative
+ * errno with _error() saying why (-E2BIG past max bytes, named by limit,
+ * -EBADMSG for corrupt or cut-short zstd). fd is not owned and read with pread(). */
+typedef struct BundleZstdSource BundleZstdSource;
+int bundle_zstd_source_new(int fd, uint64_t max, const char *limit, BundleZstdSource **ret);
+BundleZstdSource *bundle_zstd_source_free(BundleZstdSource *z);
+DEFINE_TRIVIAL_CLEANUP_FUNC(BundleZstdSource *, bundle_zstd_source_free);
+ssize_t bundle_zstd_source_next(BundleZstdSource *z, const void **ret);
+uint64_t bundle_zstd_source_produced(const BundleZstdSource *z);
+const char *bundle_zstd_source_error(const BundleZstdSource *z);
+int bundle_zstd_source_errno(const BundleZstdSource *z); /* the negative errno of the failure, 0 */

@@ -75,6 +75,60 @@ static int check_ref(const MemberIndex *idx, const char *what, const char *name,
         return 0;
 }
 
+typedef struct MemberRef {
+        const char *member;
+        char by[32]; /* "cpu 3", "sideband", "an image"... */
+} MemberRef;
+
+static void add_ref(MemberRef *r, const char *member, const char *by) {
+        r->member = member;
+        snprintf(r->by, sizeof r->by, "%s", by);
+}
+
+static int cmp_ref(const void *a, const void *b) {
+        return strcmp(((const MemberRef *) a)->member, ((const MemberRef *) b)->member);
+}
+
+/* Each member has one reference: a trace, the side-band, a kernel file,
+ * an image or a JIT region. Two references to one member make no sense
+ * and multiply what readers decompress and hold (issue 17: four CPUs
+ * sharing one honest 1 GiB member took ptctl decode to 4.2 GB). */
+static int check_refs_unique(const BundleManifest *m, char **ret_error) {
+        size_t n = 0, cap = m->n_cpus + m->n_images + m->n_jit + 4;
+        _cleanup_free_ MemberRef *v = calloc(cap, sizeof *v);
+
+        if (!v)
+                return -ENOMEM;
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (m->cpus[i].member) {
+                        char by[32];
+                        snprintf(by, sizeof by, "cpu %" PRIu32, m->cpus[i].cpu);
+                        add_ref(&v[n++], m->cpus[i].member, by);
+                }
+        if (m->sideband.member)
+                add_ref(&v[n++], m->sideband.member, "sideband");
+        if (m->kernel.kcore_member)
+                add_ref(&v[n++], m->kernel.kcore_member, "kernel.kcore");
+        if (m->kernel.kallsyms_member)
+                add_ref(&v[n++], m->kernel.kallsyms_member, "kernel.kallsyms");
+        if (m->kernel.modules_member)
+                add_ref(&v[n++], m->kernel.modules_member, "kernel.modules");
+        for (size_t i = 0; i < m->n_images; i++)
+                if (m->images[i].member)
+                        add_ref(&v[n++], m->images[i].member, "an image");
+        for (size_t i = 0; i < m->n_jit; i++)
+                if (m->jit[i].member)
+                        add_ref(&v[n++], m->jit[i].member, "a JIT region");
+        qsort(v, n, sizeof *v, cmp_ref);
+        for (size_t i = 1; i < n; i++)
+                if (streq(v[i - 1].member, v[i].member))
+                        return bundle_invalid(ret_error,
+                                              "member \"%s\" is named twice in the manifest (by %s and by %s): "
+                                              "every trace, file and image has a member of its own",
+                                              v[i].member, v[i - 1].by, v[i].by);
+        return 0;
+}
+
 int bundle_manifest_validate(const BundleManifest *m, bool check_members, char **ret_error) {
         _cleanup_free_ const BundleMember **member_v = NULL;
         _cleanup_free_ const BundleImage **image_v = NULL;
@@ -181,6 +235,9 @@ int bundle_manifest_validate(const BundleManifest *m, bool check_members, char *
                                               c->bytes);
         }
 
+        r = check_refs_unique(m, ret_error);
+        if (r < 0)
+                return r;
         r = check_ref(idx, "sideband", m->sideband.member, 0, false, ret_error);
         if (r < 0)
                 return r;

@@ -27,6 +27,7 @@
 #include <archive_entry.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -44,10 +45,15 @@ typedef struct Entry {
 
 struct BundleReader {
         BundleReaderLimits limits;
-        int fd;
+        int fd;             /* the tar; for a .tar.zst, staged on the first member read */
         uint64_t file_size; /* of the file as given */
         uint64_t tar_size;  /* of the tar (after whole-file decompression) */
         bool was_compressed;
+        int zst_fd;                /* the .tar.zst as given */
+        pthread_mutex_t stage_lock; /* members are read from several threads */
+        int stage_error;           /* staging failed: every later read fails the same way */
+        char *manifest_json;       /* a .tar.zst's manifest, caught while walking the stream */
+        size_t manifest_json_size;
         Entry *entries; /* sorted by name */
         size_t n_entries;
         BundleManifest *manifest;
@@ -93,16 +99,17 @@ static la_int64_t source_skip(struct archive *a, void *userdata, la_int64_t requ
 
 /* A libarchive reader over the source; -EBADMSG (with a message) when the
  * bytes there are no tar at all. */
-static int archive_at(Source *s, struct archive **ret, char **ret_error) {
+static int archive_open_on(void *data, archive_read_callback *read_cb, archive_skip_callback *skip_cb,
+                           struct archive **ret, char **ret_error) {
         struct archive *a = archive_read_new();
 
         if (!a)
                 return -ENOMEM;
         /* Only tar: every other format and filter libarchive knows is attack
          * surface we have no use for. */
-        if (archive_read_support_format_tar(a) != ARCHIVE_OK || archive_read_set_callback_data(a, s) != ARCHIVE_OK ||
-            archive_read_set_read_callback(a, source_read) != ARCHIVE_OK ||
-            archive_read_set_skip_callback(a, source_skip) != ARCHIVE_OK) {
+        if (archive_read_support_format_tar(a) != ARCHIVE_OK || archive_read_set_callback_data(a, data) != ARCHIVE_OK ||
+            archive_read_set_read_callback(a, read_cb) != ARCHIVE_OK ||
+            (skip_cb && archive_read_set_skip_callback(a, skip_cb) != ARCHIVE_OK)) {
                 archive_read_free(a);
                 return -ENOMEM;
         }
@@ -114,6 +121,22 @@ static int archive_at(Source *s, struct archive **ret, char **ret_error) {
         }
         *ret = a;
         return 0;
+}
+
+static int archive_at(Source *s, struct archive **ret, char **ret_error) {
+        return archive_open_on(s, source_read, source_skip, ret, ret_error);
+}
+
+/* The stream of a .tar.zst: no skip callback, libarchive reads through. */
+static la_ssize_t zstd_read(struct archive *a, void *userdata, const void **ret) {
+        BundleZstdSource *z = userdata;
+        ssize_t n = bundle_zstd_source_next(z, ret);
+
+        if (n < 0) {
+                archive_set_error(a, (int) -n, "%s", strna(bundle_zstd_source_error(z)));
+                return -1;
+        }
+        return n;
 }
 
 static void archive_read_freep(struct archive **a) {
@@ -135,6 +158,9 @@ BundleReader *bundle_reader_free(BundleReader *r) {
         if (!r)
                 return NULL;
         safe_close(r->fd);
+        safe_close(r->zst_fd);
+        pthread_mutex_destroy(&r->stage_lock);
+        free(r->manifest_json);
         for (size_t i = 0; i < r->n_entries; i++)
                 free(r->entries[i].name);
         free(r->entries);
@@ -155,81 +181,68 @@ bool bundle_reader_was_compressed(const BundleReader *r) {
         return r->was_compressed;
 }
 
-/* Whole-file zstd (bundle.tar.zst): decompress into an unnamed temporary,
- * at most max_file_size bytes, so that the rest of the reader sees a tar. */
-static int decompress_whole(BundleReader *r, int src, char **ret_error) {
+/* Whole-file zstd (bundle.tar.zst): the tar the open pass walked, staged
+ * into an unnamed temporary (in $TMPDIR or /var/tmp, not in memory) for
+ * random access, when a member is first read. By then the manifest has
+ * accounted for every tar entry, and exactly the tar_size bytes the walk
+ * counted are written: a different count is a changed file. */
+static int stage_locked(BundleReader *r, char **ret_error) {
+        _cleanup_(bundle_zstd_source_freep) BundleZstdSource *z = NULL;
         _cleanup_close_ int out = -EBADF;
-        _cleanup_free_ uint8_t *in = NULL, *buf = NULL;
-        ZSTD_DCtx *d = NULL;
-        size_t in_cap = ZSTD_DStreamInSize(), out_cap = ZSTD_DStreamOutSize(), last = 0;
-        uint64_t total = 0, pos = 0;
-        char a[32];
-        int ret = 0;
+        const char *tmpdir = secure_getenv("TMPDIR") ?: "/var/tmp";
+        int k;
 
-        in = malloc(in_cap);
-        buf = malloc(out_cap);
-        d = ZSTD_createDCtx();
-        if (!in || !buf || !d) {
-                ZSTD_freeDCtx(d);
-                return -ENOMEM;
-        }
-        /* On disk (an unnamed file in $TMPDIR or /var/tmp), not in memory:
-         * up to max_file_size of decompressed tar must not fill RAM. */
+        if (r->fd >= 0)
+                return 0;
+        if (r->stage_error < 0)
+                return set_error_message(r->stage_error, ret_error, "compressed bundle: staging failed before");
         {
-                const char *tmpdir = secure_getenv("TMPDIR") ?: "/var/tmp";
                 _cleanup_close_ int tmp_fd = open(tmpdir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
                 out = bundle_anon_tmpfile(tmp_fd, "bundle-tar");
         }
-        if (out < 0) {
-                ZSTD_freeDCtx(d);
+        if (out < 0)
                 return set_error_message(out, ret_error, "cannot create a temporary for decompression: %s",
                                          strerror(-out));
-        }
+        k = bundle_zstd_source_new(r->zst_fd, r->tar_size, "the size its walk counted", &z);
+        if (k < 0)
+                return k;
         for (;;) {
-                ssize_t k = pread(src, in, in_cap, (off_t) pos);
-                ZSTD_inBuffer ib;
-
-                if (k < 0) {
-                        if (errno == EINTR)
-                                continue;
-                        ret = -errno;
+                const void *p;
+                ssize_t n = bundle_zstd_source_next(z, &p);
+                if (n == 0)
                         break;
-                }
-                if (k == 0) {
-                        if (last != 0)
-                                ret = set_error_message(
-                                        -EBADMSG, ret_error,
-                                        "compressed bundle ends in the middle of a zstd frame");
-                        break;
-                }
-                pos += (uint64_t) k;
-                ib = (ZSTD_inBuffer){ in, (size_t) k, 0 };
-                while (ib.pos < ib.size && ret == 0) {
-                        ZSTD_outBuffer ob = { buf, out_cap, 0 };
-                        last = ZSTD_decompressStream(d, &ob, &ib);
-                        if (ZSTD_isError(last)) {
-                                ret = set_error_message(-EBADMSG, ret_error, "compressed bundle: zstd: %s",
-                                                        ZSTD_getErrorName(last));
-                                break;
-                        }
-                        if (total + ob.pos > r->limits.max_file_size) {
-                                ret = set_error_message(-E2BIG, ret_error,
-                                                        "compressed bundle decompresses to more than %s "
-                                                        "(max_file_size); refusing it",
-                                                        bundle_format_size(a, r->limits.max_file_size));
-                                break;
-                        }
-                        ret = loop_write(out, buf, ob.pos);
-                        total += ob.pos;
-                }
-                if (ret < 0)
-                        break;
+                if (n < 0)
+                        return set_error_message((int) n, ret_error, "%s", strna(bundle_zstd_source_error(z)));
+                k = loop_write(out, p, (size_t) n);
+                if (k < 0)
+                        return set_error_message(k, ret_error, "cannot stage the compressed bundle in %s: %s",
+                                                 tmpdir, strerror(-k));
         }
-        ZSTD_freeDCtx(d);
-        if (ret < 0)
-                return ret;
-        r->tar_size = total;
+        if (bundle_zstd_source_produced(z) != r->tar_size)
+                return set_error_message(-EBADMSG, ret_error, "compressed bundle changed while it was read");
         r->fd = TAKE_FD(out);
+        return 0;
+}
+
+static int stage(BundleReader *r, char **ret_error) {
+        int k;
+
+        if (!r->was_compressed)
+                return 0;
+        pthread_mutex_lock(&r->stage_lock);
+        k = stage_locked(r, ret_error);
+        if (k < 0 && r->stage_error == 0 && k != -ENOMEM)
+                r->stage_error = k;
+        pthread_mutex_unlock(&r->stage_lock);
+        return k;
+}
+
+static int parse_manifest(BundleReader *r, const char *json, size_t size, char **ret_error) {
+        _cleanup_free_ char *error = NULL;
+        int k = bundle_manifest_parse(json, size, &r->manifest, &error);
+
+        if (k < 0)
+                return set_error_message(k, ret_error, "%s", error ?: "manifest.json: invalid");
         return 0;
 }
 
@@ -237,7 +250,7 @@ static int read_manifest(BundleReader *r, char **ret_error) {
         const Entry *e = find_entry(r, BUNDLE_MANIFEST_NAME);
         _cleanup_archive_ struct archive *a = NULL;
         _cleanup_free_ Source *src = NULL;
-        _cleanup_free_ char *json = NULL, *error = NULL;
+        _cleanup_free_ char *json = NULL;
         struct archive_entry *ae;
         uint64_t got = 0;
         char s1[32];
@@ -246,6 +259,8 @@ static int read_manifest(BundleReader *r, char **ret_error) {
         if (!e)
                 return set_error_message(-EBADMSG, ret_error, "not a bundle: it has no %s",
                                          BUNDLE_MANIFEST_NAME);
+        if (r->was_compressed) /* caught by index_entries() */
+                return parse_manifest(r, r->manifest_json, r->manifest_json_size, ret_error);
         if (e->size > r->limits.max_manifest_size)
                 return set_error_message(-E2BIG, ret_error, "%s is %" PRIu64 " bytes, over the limit of %s",
                                          BUNDLE_MANIFEST_NAME, e->size,
@@ -270,11 +285,7 @@ static int read_manifest(BundleReader *r, char **ret_error) {
                 got += (uint64_t) n;
         }
         json[e->size] = 0;
-
-        k = bundle_manifest_parse(json, e->size, &r->manifest, &error);
-        if (k < 0)
-                return set_error_message(k, ret_error, "%s", error ?: "manifest.json: invalid");
-        return 0;
+        return parse_manifest(r, json, e->size, ret_error);
 }
 
 /* The tar and the manifest must describe the same set of members with the
@@ -309,17 +320,82 @@ static int cross_check(BundleReader *r, char **ret_error) {
         return 0;
 }
 
+/* The stream failed under libarchive: its own message, and E2BIG kept. */
+static int zstd_walk_error(BundleZstdSource *z, char **ret_error) {
+        int code = bundle_zstd_source_errno(z);
+        return set_error_message(code == -E2BIG ? -E2BIG : -EBADMSG, ret_error, "%s", bundle_zstd_source_error(z));
+}
+
+/* A .tar.zst's manifest.json, read off the stream as the walk passes it. */
+static int catch_manifest(BundleReader *r, struct archive *a, uint64_t size, char **ret_error) {
+        char s1[32];
+
+        if (size > r->limits.max_manifest_size)
+                return set_error_message(-E2BIG, ret_error, "%s is %" PRIu64 " bytes, over the limit of %s",
+                                         BUNDLE_MANIFEST_NAME, size,
+                                         bundle_format_size(s1, r->limits.max_manifest_size));
+        free(r->manifest_json);
+        r->manifest_json = malloc(size + 1);
+        if (!r->manifest_json)
+                return -ENOMEM;
+        for (uint64_t got = 0; got < size;) {
+                la_ssize_t n = archive_read_data(a, r->manifest_json + got, size - got);
+                if (n <= 0)
+                        return set_error_message(-EBADMSG, ret_error, "%s: truncated (%s)", BUNDLE_MANIFEST_NAME,
+                                                 n < 0 ? strna(archive_error_string(a)) : "end of file");
+                got += (uint64_t) n;
+        }
+        r->manifest_json[size] = 0;
+        r->manifest_json_size = size;
+        return 0;
+}
+
+/* Walk the tar headers. A plain tar is read with pread() and its data
+ * skipped; a .tar.zst is walked as it decompresses (nothing is written
+ * anywhere), bounded by max_file_size, and its tar_size is what the walk
+ * counted. */
+/* Everything a reader of this bundle may be made to decompress and hold:
+ * the manifest's member sizes (each member has one reference, see
+ * bundle_manifest_validate()), bounded as a whole so that thousands of
+ * honest members of max_member_size cannot add up to what no machine has. */
+static int check_content_size(BundleReader *r, char **ret_error) {
+        const BundleManifest *m = r->manifest;
+        uint64_t total = 0;
+        char a[32], b[32];
+
+        for (size_t i = 0; i < m->n_members; i++) {
+                if (m->members[i].size > r->limits.max_content_size - total)
+                        return set_error_message(-E2BIG, ret_error,
+                                                 "the members decompress to more than %s (max_content_size, "
+                                                 "at member \"%s\" of %s); refusing the bundle",
+                                                 bundle_format_size(a, r->limits.max_content_size),
+                                                 m->members[i].name, bundle_format_size(b, m->members[i].size));
+                total += m->members[i].size;
+        }
+        return 0;
+}
+
 static int index_entries(BundleReader *r, char **ret_error) {
         _cleanup_archive_ struct archive *a = NULL;
         _cleanup_free_ Source *src = NULL;
+        _cleanup_(bundle_zstd_source_freep) BundleZstdSource *z = NULL;
+        uint64_t bound = r->was_compressed ? r->limits.max_file_size : r->tar_size;
         size_t allocated = 0;
+        char s1[32];
         int k;
 
-        src = malloc(sizeof *src);
-        if (!src)
-                return -ENOMEM;
-        *src = (Source){ .fd = r->fd, .pos = 0, .end = r->tar_size };
-        k = archive_at(src, &a, ret_error);
+        if (r->was_compressed) {
+                k = bundle_zstd_source_new(r->zst_fd, r->limits.max_file_size, "max_file_size", &z);
+                if (k < 0)
+                        return k;
+                k = archive_open_on(z, zstd_read, NULL, &a, ret_error);
+        } else {
+                src = malloc(sizeof *src);
+                if (!src)
+                        return -ENOMEM;
+                *src = (Source){ .fd = r->fd, .pos = 0, .end = r->tar_size };
+                k = archive_at(src, &a, ret_error);
+        }
         if (k < 0)
                 return k;
 
@@ -333,6 +409,8 @@ static int index_entries(BundleReader *r, char **ret_error) {
                 if (k == ARCHIVE_EOF)
                         break;
                 /* Warnings count as errors: our writer never causes one. */
+                if (k != ARCHIVE_OK && z && bundle_zstd_source_error(z))
+                        return zstd_walk_error(z, ret_error);
                 if (k != ARCHIVE_OK)
                         return set_error_message(-EBADMSG, ret_error, "%s after %zu entries: %s",
                                                  r->n_entries == 0 ? "not a bundle (no tar archive)"
@@ -359,11 +437,19 @@ static int index_entries(BundleReader *r, char **ret_error) {
                         return set_error_message(-EBADMSG, ret_error,
                                                  "tar entry \"%s\" is not a plain regular file", name);
                 size = archive_entry_size(ae);
-                if (!archive_entry_size_is_set(ae) || size < 0 || (uint64_t) size > r->tar_size)
+                if (!archive_entry_size_is_set(ae) || size < 0 || (uint64_t) size > bound)
                         return set_error_message(-EBADMSG, ret_error,
                                                  "tar entry \"%s\" claims %" PRId64 " bytes in a %" PRIu64
                                                  "-byte file",
-                                                 name, (int64_t)size, r->tar_size);
+                                                 name, (int64_t)size, bound);
+                /* A member is stored compressed only when that is smaller,
+                 * so its entry is never larger than the content the reader
+                 * accepts: decompressing (or skipping) more is pointless. */
+                if ((uint64_t) size > r->limits.max_member_size && !streq(name, BUNDLE_MANIFEST_NAME))
+                        return set_error_message(-E2BIG, ret_error,
+                                                 "tar entry \"%s\" is %" PRId64 " bytes, over the reader's limit of "
+                                                 "%s (max_member_size)",
+                                                 name, (int64_t) size, bundle_format_size(s1, r->limits.max_member_size));
 
                 if (r->n_entries >= allocated) {
                         size_t n = MAX(allocated * 2, (size_t) 16);
@@ -380,10 +466,31 @@ static int index_entries(BundleReader *r, char **ret_error) {
                         return -ENOMEM;
                 r->n_entries++;
 
+                if (z && streq(name, BUNDLE_MANIFEST_NAME)) {
+                        k = catch_manifest(r, a, (uint64_t) size, ret_error);
+                        if (k < 0)
+                                return k;
+                        continue;
+                }
                 /* Skipping past the end means the tar is cut short. */
-                if (archive_read_data_skip(a) != ARCHIVE_OK)
+                if (archive_read_data_skip(a) != ARCHIVE_OK) {
+                        if (z && bundle_zstd_source_error(z))
+                                return zstd_walk_error(z, ret_error);
                         return set_error_message(-EBADMSG, ret_error, "tar is truncated inside entry \"%s\"",
                                                  name);
+                }
+        }
+        if (z) {
+                /* libarchive stops at the end-of-archive blocks; what follows
+                 * them is read too, so that a cut-short or corrupt frame
+                 * and the bound are noticed now, and tar_size is the whole. */
+                const void *p;
+                ssize_t n;
+                while ((n = bundle_zstd_source_next(z, &p)) > 0)
+                        ;
+                if (n < 0)
+                        return set_error_message((int) n, ret_error, "%s", strna(bundle_zstd_source_error(z)));
+                r->tar_size = bundle_zstd_source_produced(z);
         }
         if (r->n_entries == 0)
                 return set_error_message(-EBADMSG, ret_error, "not a bundle: the tar archive is empty");
@@ -407,7 +514,8 @@ int bundle_reader_open_fd(int fd, const BundleReaderLimits *limits, BundleReader
         r = calloc(1, sizeof *r);
         if (!r)
                 return -ENOMEM;
-        r->fd = -EBADF;
+        r->fd = r->zst_fd = -EBADF;
+        pthread_mutex_init(&r->stage_lock, NULL);
         r->limits = limits ? *limits : BUNDLE_READER_LIMITS_DEFAULT;
 
         if (fstat(fd, &st) < 0)
@@ -424,9 +532,9 @@ int bundle_reader_open_fd(int fd, const BundleReaderLimits *limits, BundleReader
 
         if (bundle_is_zstd_magic(magic, (size_t) n)) {
                 r->was_compressed = true;
-                k = decompress_whole(r, fd, ret_error);
-                if (k < 0)
-                        return k;
+                r->zst_fd = fcntl(fd, F_DUPFD_CLOEXEC, 3);
+                if (r->zst_fd < 0)
+                        return -errno;
         } else {
                 if (r->file_size > r->limits.max_file_size)
                         return set_error_message(-E2BIG, ret_error,
@@ -447,6 +555,10 @@ int bundle_reader_open_fd(int fd, const BundleReaderLimits *limits, BundleReader
         k = cross_check(r, ret_error);
         if (k < 0)
                 return k;
+        k = check_content_size(r, ret_error);
+        if (k < 0)
+                return k;
+        r->manifest_json = mfree(r->manifest_json);
         *ret = TAKE_PTR(r);
         return 0;
 }
@@ -502,6 +614,9 @@ static int stream_member(BundleReader *r, const BundleMember *mb, Sink *sink, ch
 
         if (!e) /* cross_check() makes this impossible; stay safe anyway */
                 return set_error_message(-EBADMSG, ret_error, "%s: missing from the tar", mb->name);
+        k = stage(r, ret_error);
+        if (k < 0)
+                return k;
         src = malloc(sizeof *src);
         in = malloc(BUNDLE_IO_CHUNK);
         out = malloc(out_cap);
@@ -670,10 +785,20 @@ int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, c
         return 0;
 }
 
+int bundle_reader_verify_member(BundleReader *r, const char *name, char **ret_error) {
+        const BundleMember *mb = NULL;
+        Sink sink = { .put = sink_null };
+        int k;
+
+        k = lookup(r, name, &mb, ret_error);
+        if (k < 0)
+                return k;
+        return stream_member(r, mb, &sink, ret_error);
+}
+
 int bundle_reader_verify(BundleReader *r, char **ret_error) {
         for (size_t i = 0; i < r->manifest->n_members; i++) {
-                Sink sink = { .put = sink_null };
-                int k = stream_member(r, &r->manifest->members[i], &sink, ret_error);
+                int k = bundle_reader_verify_member(r, r->manifest->members[i].name, ret_error);
                 if (k < 0)
                         return k;
         }

@@ -89,14 +89,10 @@ int pmu_format_parse(const char *name, const char *text, PmuFormat *ret) {
         return 0;
 }
 
-unsigned pmu_format_width(const PmuFormat *f) {
-        unsigned w = 0;
-
-        for (unsigned i = 0; i < f->n_ranges; i++)
-                w += (unsigned) (f->ranges[i].hi - f->ranges[i].lo + 1);
-        return w;
-}
-
+/* A format is a set of bits, as perf keeps it (a bitmap of
+ * PERF_PMU_FORMAT_BITS in tools/perf/util/pmu.c): ranges that overlap
+ * ("config:0-63,0") name their common bits once, so the width never
+ * exceeds 64 and no value bit is shifted by 64 or more. */
 uint64_t pmu_format_mask(const PmuFormat *f) {
         uint64_t m = 0;
 
@@ -106,31 +102,41 @@ uint64_t pmu_format_mask(const PmuFormat *f) {
         return m;
 }
 
-/* Values are scattered into the ranges from the lowest value bit up, in the
- * order the ranges are listed, as perf's pmu_format_value() does. */
+unsigned pmu_format_width(const PmuFormat *f) {
+        return (unsigned) __builtin_popcountll(pmu_format_mask(f));
+}
+
+/* Values are scattered into the format's bits from the lowest value bit
+ * and the lowest format bit up, as perf's pmu_format_value() walks the
+ * bitmap with for_each_set_bit(). */
 int pmu_format_set(const PmuFormat *f, uint64_t value, uint64_t config[4]) {
-        unsigned w = pmu_format_width(f), vb = 0;
+        uint64_t mask = pmu_format_mask(f);
+        unsigned w = (unsigned) __builtin_popcountll(mask), vb = 0;
 
         if (w < 64 && (value >> w) != 0)
                 return -ERANGE;
-        for (unsigned i = 0; i < f->n_ranges; i++)
-                for (unsigned b = f->ranges[i].lo; b <= f->ranges[i].hi; b++, vb++) {
-                        if (value & (1ULL << vb))
-                                config[f->word] |= 1ULL << b;
-                        else
-                                config[f->word] &= ~(1ULL << b);
-                }
+        for (unsigned b = 0; b < 64; b++) {
+                if (!(mask & (1ULL << b)))
+                        continue;
+                if (value & (1ULL << vb++))
+                        config[f->word] |= 1ULL << b;
+                else
+                        config[f->word] &= ~(1ULL << b);
+        }
         return 0;
 }
 
 uint64_t pmu_format_get(const PmuFormat *f, const uint64_t config[4]) {
-        uint64_t v = 0;
+        uint64_t mask = pmu_format_mask(f), v = 0;
         unsigned vb = 0;
 
-        for (unsigned i = 0; i < f->n_ranges; i++)
-                for (unsigned b = f->ranges[i].lo; b <= f->ranges[i].hi; b++, vb++)
-                        if (config[f->word] & (1ULL << b))
-                                v |= 1ULL << vb;
+        for (unsigned b = 0; b < 64; b++) {
+                if (!(mask & (1ULL << b)))
+                        continue;
+                if (config[f->word] & (1ULL << b))
+                        v |= 1ULL << vb;
+                vb++;
+        }
         return v;
 }
 

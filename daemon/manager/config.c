@@ -4,10 +4,14 @@
 
 #include "common/basic/fileio.h"
 #include "common/basic/log.h"
+#include "common/basic/string-util.h"
+#include "common/basic/strv.h"
+#include "common/perf/pmu-backend.h"
 #include "common/basic/parse-util.h"
 #include "common/perf/pmu.h"
 #include "common/pt/event-config.h"
 #include "daemon/manager/config.h"
+#include "daemon/manager/lookback.h"
 #include "daemon/recorder/addr-filter.h"
 
 const char *const trace_source_names[] = {
@@ -210,8 +214,11 @@ int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, Pm
                 r = pt_event_config_parse(pmu, c->event, ret_event, &error);
         else
                 r = pt_event_config_default(pmu, ret_event);
-        if (r == -EINVAL)
-                return log_error_errno(r, "[Trace] Event=%s: %s", strempty(c->event), error);
+        if (r == -EINVAL) {
+                /* The config file's own text: escaped, like the parser's messages. */
+                _cleanup_free_ char *e = escape_string(strempty(c->event), 0), *why = escape_string(strempty(error), 0);
+                return log_error_errno(r, "[Trace] Event=%s: %s", strna(e), strna(why));
+        }
         if (r < 0)
                 return log_error_errno(r, "Failed to build the intel_pt event configuration: %m");
         if (ret_event->forced_pt)
@@ -248,10 +255,40 @@ int ptraced_config_load_filters(const PtracedConfig *c, const Pmu *pmu, const Pt
         t.kallsyms = kallsyms;
 
         r = addr_filter_translate(c->filters, &t, ret_filter, &count, &error);
-        if (r < 0 && error)
-                return log_error_errno(r, "[Trace] Filter=: %s", error);
+        if (r < 0 && error) {
+                _cleanup_free_ char *why = escape_string(error, 0);
+                return log_error_errno(r, "[Trace] Filter=: %s", strna(why));
+        }
         if (r < 0)
                 return log_error_errno(r, "[Trace] Filter=: %m");
+        return 0;
+}
+
+size_t ptraced_cpu_slots(size_t n) {
+        long conf = sysconf(_SC_NPROCESSORS_CONF);
+        return MAX(n, (size_t) MAX(conf, 1L));
+}
+
+int ptraced_config_check_memory(const PtracedConfig *c, PmuBackend *backend, Lookback *ret) {
+        _cleanup_free_ bool *online = NULL;
+        size_t n_online = 0;
+        int k;
+
+        k = pmu_backend_online_cpus(backend, &online, &n_online);
+        if (k < 0)
+                return log_error_errno(k, "Failed to read the online CPUs under %s: %m", backend->sysfs_root);
+        k = lookback_init(ret, c->lookback, c->rate_interval, c->memory_max, c->buffer_size, ptraced_cpu_slots(n_online));
+        if (k == -E2BIG) {
+                char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX];
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                       "[Trace] BufferSize=%s on %zu CPUs needs twice that per CPU (the ring and "
+                                       "the memory to copy it into), more than MemoryMax=%s allows; lower "
+                                       "BufferSize= or raise MemoryMax=",
+                                       format_bytes(a, sizeof a, c->buffer_size), n_online,
+                                       format_bytes(b, sizeof b, c->memory_max));
+        }
+        if (k < 0)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "[Trace] MemoryMax= leaves less than 4K per CPU");
         return 0;
 }
 
@@ -269,9 +306,18 @@ int ptraced_config_load(PtracedConfig *c, const char *path, char ***ret_warnings
         if (r < 0)
                 return r;
         /* A bad [Trigger:NAME] is a warning naming file:line; the others load. */
+        size_t n_warnings = ret_warnings ? strv_length(*ret_warnings) : 0;
         r = trigger_config_check_all(c->trigger_list, ret_warnings);
         if (r < 0)
                 return r;
+        /* Those quote the file's text too: escaped like the parser's own. */
+        for (size_t i = n_warnings; ret_warnings && *ret_warnings && (*ret_warnings)[i]; i++) {
+                char *e = escape_string((*ret_warnings)[i], 0);
+                if (!e)
+                        return -ENOMEM;
+                free((*ret_warnings)[i]);
+                (*ret_warnings)[i] = e;
+        }
 
         if (c->buffer_size && c->lookback) {
                 *ret_error = strdup("[Trace] BufferSize= and Lookback= both set: give one (Lookback= sizes the "

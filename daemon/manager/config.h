@@ -92,6 +92,17 @@ int ptraced_config_load_event(const PtracedConfig *c, const char *sysfs_root, st
 int ptraced_config_load_filters(const PtracedConfig *c, const struct Pmu *pmu, const struct PtEventConfig *event,
                                 char **ret_filter);
 
+/* [Trace] BufferSize= and MemoryMax= for the CPUs the backend can have
+ * (every CPU that may come online): the ring sizes, or refused as start-up
+ * refuses them. --check-config and the manager both run it. Logs what is
+ * wrong, naming the keys. */
+struct Lookback;
+struct PmuBackend;
+/* CPU slots the memory is shared by: every CPU that may come online (n
+ * online, or the machine's configured CPUs when more). */
+size_t ptraced_cpu_slots(size_t n);
+int ptraced_config_check_memory(const PtracedConfig *c, struct PmuBackend *backend, struct Lookback *ret);
+
 /* Load `path` (and `path`.d/ drop-ins) or, with path == NULL, the default
  * ptraced.conf and its drop-in directories. Cross-key checks (BufferSize=
  * a power of two, MemoryMax= room for at least one CPU...) happen here too,

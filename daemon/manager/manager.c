@@ -84,11 +84,6 @@ static void on_request_failed(const TriggerRequest *t, const SnapshotResult *res
         snprintf(m->last_error, sizeof m->last_error, "%s: %s", strna(res->error_name), strna(res->error_text));
 }
 
-/* CPU slots the memory is shared by: every CPU that may come online. */
-static size_t cpu_slots(size_t n) {
-        long conf = sysconf(_SC_NPROCESSORS_CONF);
-        return MAX(n, (size_t) MAX(conf, 1L));
-}
 
 /* ---- status ---- */
 
@@ -206,7 +201,7 @@ static void on_cpus_changed(CpuWatch *w, void *userdata) {
 /* ---- lookback ---- */
 
 static void measure_rates(Manager *m, nsec_t now) {
-        size_t slots = cpu_slots(recorder_n_cpus(m->recorder));
+        size_t slots = ptraced_cpu_slots(recorder_n_cpus(m->recorder));
         uint64_t rate = 0, want, old = m->lookback.aux_size;
         int k;
 
@@ -373,7 +368,7 @@ static void snapshot_to_dump(Manager *m, RecorderSnapshot *s) {
  * refusing says plainly that this moment was not recorded, where joining
  * a queued bundle would answer with a bundle of an earlier moment. */
 static void replenish(Manager *m) {
-        uint64_t reserved = 2 * cpu_slots(recorder_n_cpus(m->recorder)) * m->lookback.aux_size;
+        uint64_t reserved = 2 * ptraced_cpu_slots(recorder_n_cpus(m->recorder)) * m->lookback.aux_size;
         int k;
 
         m->copies_withheld = reserved + dump_queue_held_bytes(m->dumps) > m->config.memory_max;
@@ -628,26 +623,11 @@ Manager *manager_free(Manager *m) {
 }
 
 static int setup_recorder(Manager *m) {
-        _cleanup_free_ bool *online = NULL;
-        size_t n_online = 0;
         int k;
 
-        k = pmu_backend_online_cpus(m->backend, &online, &n_online);
+        k = ptraced_config_check_memory(&m->config, m->backend, &m->lookback);
         if (k < 0)
-                return log_error_errno(k, "Failed to read the online CPUs under %s: %m", m->backend->sysfs_root);
-        k = lookback_init(&m->lookback, m->config.lookback, m->config.rate_interval, m->config.memory_max,
-                          m->config.buffer_size, cpu_slots(n_online));
-        if (k == -E2BIG) {
-                char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX];
-                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
-                                       "[Trace] BufferSize=%s on %zu CPUs needs twice that per CPU (the ring and "
-                                       "the memory to copy it into), more than MemoryMax=%s allows; lower "
-                                       "BufferSize= or raise MemoryMax=",
-                                       format_bytes(a, sizeof a, m->config.buffer_size), n_online,
-                                       format_bytes(b, sizeof b, m->config.memory_max));
-        }
-        if (k < 0)
-                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "[Trace] MemoryMax= leaves less than 4K per CPU");
+                return k;
 
         if (m->backend->simulated)
                 tracking_features_all(&m->tracking);

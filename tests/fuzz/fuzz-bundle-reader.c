@@ -20,6 +20,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 .max_member_size = 1 << 20,
                 .max_manifest_size = 1 << 20,
                 .max_file_size = 8 << 20,
+                .max_content_size = 16 << 20,
         };
         BundleReader *r = NULL;
         char *error = NULL;

@@ -62,6 +62,28 @@ printf '[Trace]\nEvent=intel_pt/pt=0/\n' > "$tmp/pt0.conf"
 expect_out "pt=0 doesn't make sense, forcing pt=1" \
     "$ptraced" --config "$tmp/pt0.conf" --sysfs-root "$sky" --check-config
 
+# --check-config refuses what start-up refuses (issue 17): here the rings
+# and their copies for every CPU are more than MemoryMax= allows.
+printf '[Trace]\nBufferSize=1G\nMemoryMax=64M\n' > "$tmp/mem.conf"
+expect_err 1 "[Trace] BufferSize=1.0 GiB on 4 CPUs needs twice that per CPU" \
+    "$ptraced" --config "$tmp/mem.conf" --sysfs-root "$sky" --check-config
+expect_err 1 "more than MemoryMax=64.0 MiB allows" \
+    "$ptraced" --config "$tmp/mem.conf" --sysfs-root "$sky" --check-config
+
+# A FIFO (or anything but a regular file) as --config is refused at once,
+# never waited on (issue 17: open() hung with SIGTERM blocked).
+mkfifo "$tmp/fifo.conf"
+expect_err 1 "fifo.conf: not a regular file (a FIFO, socket or device)" \
+    timeout -s KILL 10 "$ptraced" --config "$tmp/fifo.conf" --sysfs-root "$sky" --check-config
+expect_err 1 "not a regular file (a directory)" \
+    timeout -s KILL 10 "$ptraced" --config "$tmp" --sysfs-root "$sky" --check-config
+# What it echoes of the file is escaped.
+printf '[Trace]\nEvent=\033]0;owned\007\n' > "$tmp/esc.conf"
+expect_err 1 'Event=\x1b]0;owned\x07' \
+    "$ptraced" --config "$tmp/esc.conf" --sysfs-root "$sky" --check-config
+! "$ptraced" --config "$tmp/esc.conf" --sysfs-root "$sky" --check-config 2>&1 | grep -q $'\033' ||
+    fail "an escape character of the config reached the terminal"
+
 # No PMU: the message names what is missing.
 expect_err 1 "No intel_pt PMU at $tmp/bus/event_source/devices/intel_pt" \
     "$ptraced" --config "$tmp/p.conf" --sysfs-root "$tmp" --check-config

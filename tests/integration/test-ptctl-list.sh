@@ -11,14 +11,7 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 dir=$tmp/bundles
 mkdir "$dir"
-fail() { echo "FAIL: $*" >&2; exit 1; }
-run() { # run CODE CMD...: exit code must be CODE; output in $out
-    local code=$1 rc=0; shift
-    out=$("$@" 2>&1) || rc=$?
-    [ "$rc" -eq "$code" ] || fail "'$*' exited $rc, expected $code: $out"
-}
-has() { grep -qF -- "$1" <<<"$out" || fail "expected '$1' in: $out"; }
-hasnt() { ! grep -qF -- "$1" <<<"$out" || fail "did not expect '$1' in: $out"; }
+. "$(dirname "$(readlink -f "$0")")/expect.sh"
 
 "$make" "$dir" > "$tmp/ids"
 ida=$(awk '$1 == "a.tar" { print $2 }' "$tmp/ids")

@@ -1,6 +1,9 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <signal.h>
 #include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "common/basic/conf-parser.h"
 #include "common/basic/fileio.h"
@@ -260,4 +263,109 @@ static void test_files_and_dropins(void) {
         ASSERT_EQ(system(cmd), 0);
 }
 
-RUN_TESTS(TEST(test_good), TEST(test_errors), TEST(test_templates), TEST(test_files_and_dropins));
+static double now_s(void) {
+        struct timespec ts;
+        clock_gettime(CLOCK_MONOTONIC, &ts);
+        return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void on_alarm(int sig) {
+        static const char m[] = "FAIL: opening the configuration hung (a FIFO?)\n";
+        (void) !write(STDERR_FILENO, m, sizeof m - 1);
+        _exit(1);
+}
+
+/* Issue 17: a FIFO as --config hung in open() (with SIGTERM blocked in
+ * ptraced); a directory or a device is no configuration either. */
+static void test_not_regular(void) {
+        char dir[] = "/tmp/test-conf-XXXXXX", fifo[300];
+        char *files[] = { fifo, NULL };
+        Conf c = {};
+        char *err = NULL;
+
+        ASSERT_NOT_NULL(mkdtemp(dir));
+        snprintf(fifo, sizeof fifo, "%s/fifo.conf", dir);
+        ASSERT_EQ(mkfifo(fifo, 0600), 0);
+        signal(SIGALRM, on_alarm);
+        alarm(10);
+        ASSERT_ERROR(config_parse_files(items, templates, files, &c, NULL, &err), EINVAL);
+        ASSERT_CONTAINS(err, "fifo.conf: not a regular file (a FIFO, socket or device)");
+        err = mfree(err);
+        files[0] = "/dev/null";
+        ASSERT_ERROR(config_parse_files(items, templates, files, &c, NULL, &err), EINVAL);
+        ASSERT_CONTAINS(err, "not a regular file");
+        err = mfree(err);
+        files[0] = dir;
+        ASSERT_ERROR(config_parse_files(items, templates, files, &c, NULL, &err), EINVAL);
+        ASSERT_CONTAINS(err, "not a regular file (a directory)");
+        err = mfree(err);
+        alarm(0);
+        unlink(fifo);
+        rmdir(dir);
+        conf_done(&c);
+}
+
+/* Issue 17: 80,000 continued lines took 4.7 s (each step copied the whole
+ * line so far). Now each byte is copied once and a logical line is bounded
+ * like a physical one. */
+static void test_continuations(void) {
+        _cleanup_free_ char *text = NULL, *err = NULL;
+        const size_t n = 80000;
+        size_t o = 0;
+        Conf c = {};
+        double t0, dt;
+
+        text = malloc(64 + n * 8);
+        ASSERT_NOT_NULL(text);
+        o += (size_t) sprintf(text + o, "[Trace]\nFilter=");
+        for (size_t i = 0; i < n; i++)
+                o += (size_t) sprintf(text + o, "x%zu\\\n", i % 10);
+        o += (size_t) sprintf(text + o, "end\n");
+        t0 = now_s();
+        ASSERT_ERROR(parse(text, &c, &err), EINVAL);
+        dt = now_s() - t0;
+        printf("  %zu continued lines (%zu bytes): refused in %.3f s\n", n, o, dt);
+        ASSERT_CONTAINS(err, "line longer than 65536 bytes (continuations included)");
+        ASSERT_TRUE(dt < 0.5);
+        err = mfree(err);
+
+        /* Up to the bound they join, and fast: 20,000 lines of 3 bytes. */
+        o = (size_t) sprintf(text, "[Trace]\nEvent=");
+        for (size_t i = 0; i < 20000; i++)
+                o += (size_t) sprintf(text + o, "a%zu\\\n", i % 10);
+        o += (size_t) sprintf(text + o, "end\n");
+        t0 = now_s();
+        ASSERT_OK(parse(text, &c, &err));
+        dt = now_s() - t0;
+        printf("  20000 continued lines joined in %.3f s\n", dt);
+        ASSERT_EQ(strlen(c.event), 20000 * 3 + 3);
+        ASSERT_TRUE(startswith(c.event, "a0 a1 a2 "));
+        ASSERT_STREQ(c.event + strlen(c.event) - 6, "a9 end");
+        ASSERT_TRUE(dt < 0.5);
+        conf_done(&c);
+}
+
+/* Issue 17: binary garbage in a config was echoed raw to the terminal. */
+static void test_escaped(void) {
+        Conf c = {};
+        char *err = NULL;
+
+        ASSERT_ERROR(parse("[Trace]\nBuffer\x1b[31mSize\x07=4M\n", &c, &err), EINVAL);
+        ASSERT_CONTAINS(err, "unknown key 'Buffer\\x1b[31mSize\\x07'");
+        ASSERT_NULL(strchr(err, '\x1b'));
+        err = mfree(err);
+        ASSERT_ERROR(parse("[Tr\xff\xfe]\n", &c, &err), EINVAL);
+        ASSERT_CONTAINS(err, "unknown section [Tr\\xff\\xfe]");
+        err = mfree(err);
+        ASSERT_ERROR(parse("[Trace]\nBufferSize=\x1b]0;owned\x07\n", &c, &err), EINVAL);
+        ASSERT_CONTAINS(err, "BufferSize=\\x1b]0;owned\\x07: expected a size");
+        err = mfree(err);
+        /* Printable UTF-8 stays as it is. */
+        ASSERT_ERROR(parse("[Trace]\nGröße=1\n", &c, &err), EINVAL);
+        ASSERT_CONTAINS(err, "unknown key 'Größe'");
+        err = mfree(err);
+        conf_done(&c);
+}
+
+RUN_TESTS(TEST(test_good), TEST(test_errors), TEST(test_templates), TEST(test_files_and_dropins),
+          TEST(test_not_regular), TEST(test_continuations), TEST(test_escaped));

@@ -33,6 +33,29 @@ static void test_format_parse(void) {
         ASSERT_EQ(pmu_format_get(&f, config), 0xd);
         pmu_format_done(&f);
 
+        /* All 64 bits, and ranges that overlap: bits count once, as in
+         * perf's bitmap (issue 17: fuzz-pt-config found a shift by 64). */
+        ASSERT_OK(pmu_format_parse("all", "config:0-63", &f));
+        memset(config, 0, sizeof config);
+        ASSERT_EQ(pmu_format_width(&f), 64);
+        ASSERT_OK(pmu_format_set(&f, 0x5a5a5a5a5a5a5a5aULL, config));
+        ASSERT_EQ_U64(config[0], 0x5a5a5a5a5a5a5a5aULL);
+        ASSERT_EQ_U64(pmu_format_get(&f, config), 0x5a5a5a5a5a5a5a5aULL);
+        pmu_format_done(&f);
+        ASSERT_OK(pmu_format_parse("overlap", "config:0-63,0,62-63", &f));
+        memset(config, 0, sizeof config);
+        ASSERT_EQ(pmu_format_width(&f), 64);
+        ASSERT_OK(pmu_format_set(&f, 0xa5a5a5a5a5a5a5a5ULL, config));
+        ASSERT_EQ_U64(config[0], 0xa5a5a5a5a5a5a5a5ULL);
+        ASSERT_EQ_U64(pmu_format_get(&f, config), 0xa5a5a5a5a5a5a5a5ULL);
+        pmu_format_done(&f);
+        /* Ranges out of order: the value goes to the lowest bits first. */
+        ASSERT_OK(pmu_format_parse("rev", "config:8-9,0-1", &f));
+        memset(config, 0, sizeof config);
+        ASSERT_OK(pmu_format_set(&f, 0xd, config));
+        ASSERT_EQ_U64(config[0], 0x301);
+        pmu_format_done(&f);
+
         ASSERT_ERROR(pmu_format_parse("x", "cfg:1", &f), EBADMSG);
         ASSERT_ERROR(pmu_format_parse("x", "config:", &f), EBADMSG);
         ASSERT_ERROR(pmu_format_parse("x", "config:5-3", &f), EBADMSG);

@@ -29,8 +29,12 @@ static int member_image(BundleReader *br, const char *member, DecodeImage *img, 
         return fd_path(fd, &img->path);
 }
 
-static int set_note(DecodeInput *in, const char *what, const char *member, char **error) {
-        int r = decode_input_add_note(in, "%s (%s): %s", what, member, *error ?: "unreadable");
+/* A member the manifest lists but the reader refuses (SHA-256 mismatch,
+ * corrupt compression, over a limit) is a decode error, not a note: the
+ * bundle changed after it was written (issue 17: a corrupt cpu0 was
+ * dropped with a note and --strict exited 0). The rest still decodes. */
+static int set_error(DecodeInput *in, const char *what, const char *member, char **error) {
+        int r = decode_input_add_error(in, "%s (%s): %s", what, member, *error ?: "unreadable");
 
         *error = mfree(*error);
         return r;
@@ -79,8 +83,8 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        /* One bad member costs that CPU, not the decode. */
-                        r = set_note(in, "cpu trace unusable", c->member, &error);
+                        /* One bad member costs that CPU, not the rest of the decode. */
+                        r = set_error(in, "cpu trace unusable", c->member, &error);
                         if (r < 0)
                                 return r;
                         continue;
@@ -103,7 +107,7 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        r = set_note(in, "side-band unusable", m->sideband.member, &error);
+                        r = set_error(in, "side-band unusable", m->sideband.member, &error);
                         if (r < 0)
                                 return r;
                 } else {
@@ -129,7 +133,7 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        r = set_note(in, "kernel image unusable", m->kernel.kcore_member, &error);
+                        r = set_error(in, "kernel image unusable", m->kernel.kcore_member, &error);
                         if (r < 0)
                                 return r;
                 }
@@ -147,7 +151,7 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        r = set_note(in, "kallsyms unusable", m->kernel.kallsyms_member, &error);
+                        r = set_error(in, "kallsyms unusable", m->kernel.kallsyms_member, &error);
                         if (r < 0)
                                 return r;
                 } else
@@ -180,6 +184,8 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                         decode_image_done(&img);
                         r = decode_input_add_missing(in, bi->build_id, bi->build_id_size,
                                                      (const char *const *) bi->paths, error ?: "unreadable member");
+                        if (r >= 0)
+                                r = set_error(in, "image unusable", bi->member, &error);
                         if (r < 0)
                                 return r;
                         continue;
@@ -224,7 +230,7 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
-                        r = set_note(in, "JIT memory unusable", j->member, &error);
+                        r = set_error(in, "JIT memory unusable", j->member, &error);
                         if (r < 0)
                                 return r;
                 }

@@ -82,6 +82,7 @@ DecodeInput *decode_input_free(DecodeInput *in) {
         free(in->kallsyms);
         free(in->kernel_absent_reason);
         strv_free(in->notes);
+        strv_free(in->errors);
         free(in->description);
         return mfree(in);
 }
@@ -343,6 +344,16 @@ int decode_input_add_note(DecodeInput *in, const char *fmt, ...) {
 
         va_start(ap, fmt);
         r = strv_extendfv(&in->notes, fmt, ap);
+        va_end(ap);
+        return r;
+}
+
+int decode_input_add_error(DecodeInput *in, const char *fmt, ...) {
+        va_list ap;
+        int r;
+
+        va_start(ap, fmt);
+        r = strv_extendfv(&in->errors, fmt, ap);
         va_end(ap);
         return r;
 }

@@ -146,6 +146,10 @@ typedef struct DecodeInput {
         size_t n_addr_filters;
 
         char **notes; /* NULL-terminated facts worth telling the user (missing images...) */
+        /* Parts of the input that were there but could not be used (a bundle
+         * member failing its SHA-256, corrupt compression, over a limit):
+         * decode errors, counted by decoder_error_count(), so --strict fails. */
+        char **errors;
 } DecodeInput;
 
 int decode_input_new(const char *description, DecodeInput **ret);
@@ -173,6 +177,7 @@ int decode_input_set_kallsyms_file(DecodeInput *in, const char *path, char **ret
 /* Takes ownership of a NUL-terminated heap string. */
 void decode_input_set_kallsyms(DecodeInput *in, char *text, size_t size);
 int decode_input_add_note(DecodeInput *in, const char *fmt, ...) _printf_(2, 3);
+int decode_input_add_error(DecodeInput *in, const char *fmt, ...) _printf_(2, 3);
 
 const DecodeCpuTrace *decode_input_find_cpu(const DecodeInput *in, uint32_t cpu);
 

@@ -1,0 +1,60 @@
+/* SPDX-License-Identifier: MIT */
+#pragma once
+
+/*
+ * What the modules of one segment's decode share (client/decode/worker/):
+ * segment.c runs libipt's block decoder over the segment, emit.c turns
+ * what it finds into records (branches, events, errors, time), events.c
+ * handles libipt's events (PSB+ status updates, trace starts and stops,
+ * overflows, power and TSX events). Internal to the worker.
+ */
+
+#include <intel-pt.h>
+
+#include "client/decode/worker/attribution.h"
+#include "client/decode/worker/segment.h"
+
+typedef struct SegState {
+        const DecodeWorkerEnv *env;
+        DecodeSegmentCache *c;
+        bool cache_warm; /* the caches have decoded before: see handle_block() */
+        const DecodeSegment *seg;
+        const DecodeCpuIndex *ci;
+        DecodeSegmentResult *res;
+        const DecodeRecordSink *sink;
+        struct pt_block_decoder *dec;
+        DecodeAttribution at; /* thread and address space at the decoder's position */
+
+        uint8_t cbr;
+        bool pwre_pending, pwre_hw;
+        uint8_t pwre_state, pwre_sub;
+
+        bool pending; /* the last block ended with a branch whose target is the next IP */
+        uint64_t pending_ip;
+        DecodeInsnInfo pending_info;
+        bool has_last;  /* the last instruction decoded, for synchronous disables */
+        uint64_t last_ip;
+        uint32_t ninsn; /* since the previous record */
+        size_t psb_reported;
+        bool done;
+        uint64_t blocks_since_check, last_offset, tail_blocks;
+        bool stalled;
+        DecodeRecord scratch; /* target of seg_emit() when records are not kept */
+        bool other_mode;      /* a block ran in another mode than 64-bit */
+} SegState;
+
+/* emit.c */
+int seg_update_time_event(SegState *s, const struct pt_event *ev);
+DecodeRecord *seg_emit(SegState *s, DecodeRecordType type, uint8_t kind);
+int seg_emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64_t to);
+int seg_emit_event(SegState *s, DecodeEventKind kind, bool has_ip, uint64_t ip, uint64_t payload,
+                   uint64_t payload2, uint8_t flags);
+int seg_classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret);
+int seg_resolve(SegState *s, uint64_t next_ip);
+int seg_flush_pwre(SegState *s);
+uint64_t seg_error_ip(SegState *s, const struct pt_block *b);
+int seg_report_error(SegState *s, int status, uint64_t ip);
+
+/* events.c */
+int seg_handle_event(SegState *s, const struct pt_event *ev);
+int seg_catch_up_psbs(SegState *s);

@@ -54,21 +54,45 @@ static DecodeBranchKind async_kind(SegState *s, uint64_t to) {
 
 /* PSB+ status updates: a PSB event per PSB, and the end of the segment at
  * the next segment's PSB. */
+/* The PSB whose MODE.Exec status update libipt hands out now: they come
+ * one per PSB+ with MODE.Exec, in order, from the PSB the decoder
+ * synchronized at (s->mode_psb). Not the decoder's position: libipt reads
+ * ahead (to bind an OVF, a FUP), past the next PSB at times, before it
+ * hands out an earlier PSB's status updates. */
+static size_t mode_psb(SegState *s) {
+        size_t i = s->mode_psb;
+
+        while (i < s->ci->n_psbs && (!s->ci->psbs[i].has_mode || s->ci->psbs[i].broken))
+                i++;
+        if (i == s->ci->n_psbs)
+                return SIZE_MAX;
+        s->mode_psb = i + 1;
+        return i;
+}
+
 static int handle_status(SegState *s, const struct pt_event *ev, uint64_t ip, bool binds) {
         uint64_t pos = 0;
         size_t psb;
 
-        if (pt_blk_get_offset(s->dec, &pos) < 0)
-                return 0;
-        psb = decode_cpu_index_psb_at(s->ci, pos);
+        if (ev->type == ptev_exec_mode)
+                psb = mode_psb(s);
+        else {
+                /* The other updates of a PSB+ with MODE.Exec wait for that;
+                 * one without (tracing off) is reported by its CBR, or when
+                 * tracing comes back. */
+                if (pt_blk_get_offset(s->dec, &pos) < 0)
+                        return 0;
+                psb = decode_cpu_index_psb_at(s->ci, pos);
+                if (psb == SIZE_MAX || s->ci->psbs[psb].has_mode)
+                        return 0;
+        }
         if (psb == SIZE_MAX)
                 return 0;
 
         if (psb >= s->seg->end_psb) {
-                /* The next segment's PSB. Its CBR arrives before the decoder
-                 * has reached the FUP IP; the first IP-bound update is the
-                 * boundary. */
-                if (!s->seg->stop_at_status || !binds)
+                /* The next segment's PSB: its MODE.Exec update, bound to its
+                 * FUP IP, is the boundary. */
+                if (!s->seg->stop_at_status || ev->type != ptev_exec_mode)
                         return 0;
                 if (!ev->ip_suppressed) {
                         int r = seg_resolve(s, ip);
@@ -80,11 +104,10 @@ static int handle_status(SegState *s, const struct pt_event *ev, uint64_t ip, bo
         }
         if (s->psb_reported != SIZE_MAX && psb <= s->psb_reported)
                 return 0;
-        /* Report the PSB where the trace had it: at its IP-bound update when
-         * it has one (the CBR update comes earlier, before the decoder has
-         * reached the PSB's IP), after the branch that led there. */
-        if (s->ci->psbs[psb].has_mode && !binds)
-                return 0;
+        /* Report the PSB where the trace had it: at its MODE.Exec update,
+         * bound to its FUP IP when tracing is on (the CBR update comes
+         * earlier, before the decoder has reached the PSB's IP), after the
+         * branch that led there. */
         if (binds && !ev->ip_suppressed) {
                 int r = seg_resolve(s, ip);
                 if (r < 0)
@@ -104,8 +127,8 @@ static int handle_status(SegState *s, const struct pt_event *ev, uint64_t ip, bo
 /* PSBs met while tracing was off may bring no status update at all (no
  * MODE, no CBR): report them when tracing comes back (or at the end).
  * libipt reads ahead, so the decoder's position already passes such a PSB
- * when it hands out the TIP.PGD before it. */
-/* Report the PSBs before offset limit that tracing off left unreported. */
+ * when it hands out the TIP.PGD before it. This reports the PSBs before
+ * offset limit that are left. */
 static int catch_up_psbs_before(SegState *s, uint64_t limit) {
         size_t psb, first;
 

@@ -36,6 +36,7 @@ typedef struct SegState {
         uint64_t last_ip;
         uint32_t ninsn; /* since the previous record */
         size_t psb_reported;
+        size_t mode_psb; /* the first PSB whose MODE.Exec update may come next (events.c) */
         bool done;
         uint64_t blocks_since_check, last_offset, tail_blocks;
         bool stalled;

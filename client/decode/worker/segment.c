@@ -128,6 +128,7 @@ static int resync(SegState *s) {
         {
                 size_t i = decode_cpu_index_psb_at(s->ci, sync);
                 s->psb_reported = i == SIZE_MAX || i == 0 ? SIZE_MAX : i - 1;
+                s->mode_psb = i == SIZE_MAX ? 0 : i;
         }
         s->at.in_user_region = false;
         return status;
@@ -283,6 +284,7 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
                         .switch_ip_mode = ci->kernel_traced && env->switch_to_addr != 0,
                 },
                 .psb_reported = SIZE_MAX,
+                .mode_psb = seg->first_psb,
         };
         int r;
 

@@ -78,6 +78,7 @@ static inline int advance_to(SynthCpu *c, uint64_t target) {
 int synth_cpu_frame_push(SynthThread *t, SynthFrame f);
 SynthFrame *synth_cpu_frame_top(SynthThread *t);
 int synth_cpu_maybe_overflow(SynthCpu *c);
+int synth_cpu_pge(SynthCpu *c, uint64_t ip);
 int synth_cpu_switch_done(SynthCpu *c, SynthThread *next);
 
 /* cpu-kernel.c */

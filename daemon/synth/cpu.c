@@ -223,12 +223,15 @@ int synth_cpu_request_switch(SynthCpu *c, SynthThread *next) {
         return 0;
 }
 
-static int emit_psb(SynthCpu *c) {
+/* One PSB+ (bdm70_ip: see SynthPsbState), in the truth. */
+static int emit_one_psb(SynthCpu *c, uint64_t bdm70_ip) {
         SynthThread *t = c->cur;
         SynthPsbState st = {
-                .enabled = packet_en(c),
+                /* Before a TIP.PGE the CPU may count as tracing already. */
+                .enabled = packet_en(c) && !bdm70_ip,
                 .cr3 = c->cr3,
                 .intx = t->in_tsx,
+                .bdm70_ip = bdm70_ip,
         };
         uint64_t off, ws;
         int r;
@@ -239,7 +242,7 @@ static int emit_psb(SynthCpu *c) {
         if (r < 0)
                 return r;
         if (!c->keep_truth)
-                return synth_cpu_maybe_overflow(c);
+                return 0;
         r = synth_truth_mark_psb(&c->truth, off, now(c));
         if (r < 0)
                 return r;
@@ -250,7 +253,29 @@ static int emit_psb(SynthCpu *c) {
                 ws = off > c->cfg.ring_size ? off - c->cfg.ring_size : 0;
                 synth_truth_trim(&c->truth, ws);
         }
+        return 0;
+}
+
+static int emit_psb(SynthCpu *c) {
+        int r = emit_one_psb(c, 0);
+
+        /* Real hardware writes PSBs back to back now and then. */
+        if (r >= 0 && c->cfg.pkt.hw_psb && synth_rng_below(&c->rng, 4) == 0)
+                r = emit_one_psb(c, 0);
+        if (r < 0)
+                return r;
         return synth_cpu_maybe_overflow(c);
+}
+
+/* Tracing starts at ip: TIP.PGE. With hw_psb, now and then right after a
+ * PSB+ that has a FUP to ip, as CPUs with erratum BDM70 write it. */
+int synth_cpu_pge(SynthCpu *c, uint64_t ip) {
+        if (c->cfg.pkt.hw_psb && !c->pkt.overflow && synth_rng_below(&c->rng, 8) == 0) {
+                int r = emit_one_psb(c, ip);
+                if (r < 0)
+                        return r;
+        }
+        return synth_pkt_pge(&c->pkt, ip);
 }
 
 static int overflow_end(SynthCpu *c) {

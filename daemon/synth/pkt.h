@@ -43,11 +43,16 @@ typedef struct SynthPktConfig {
         uint8_t nom_freq;                    /* MSR_PLATFORM_INFO[15:8]: TSC ratio */
         uint32_t cpuid_15_eax, cpuid_15_ebx; /* TSC / CTC = ebx / eax, an integer here */
         uint64_t ovf_every;                  /* mean bytes between overflows, 0 = never */
+        /* The shapes real hardware writes around a PSB (synth_pkt_psb()):
+         * VMCS and MODE.TSX in every PSB+, a PSB right after an OVF and
+         * now and then right after a PIP. */
+        bool hw_psb;
 } SynthPktConfig;
 
 typedef void (*SynthPktSink)(void *userdata, const uint8_t *p, size_t n);
 
 #define SYNTH_RETSTACK_SIZE 64
+#define SYNTH_VMCS_BASE UINT64_C(0x7f3c1000) /* the VMCS pointer in PSB+ with hw_psb */
 
 typedef struct SynthPktGen {
         SynthPktConfig cfg;
@@ -188,7 +193,11 @@ typedef struct SynthPsbState {
         bool enabled; /* FUP with ip */
         uint64_t ip;
         uint64_t cr3; /* PIP when cfg.os */
-        bool intx;    /* MODE.TSX when cfg.tsx */
+        bool intx;    /* MODE.TSX when cfg.tsx (or cfg.hw_psb) */
+        /* Tracing off, and a TIP.PGE to this IP comes next: the PSB+ has a
+         * FUP to it all the same, as with erratum BDM70 (libipt skips that
+         * FUP on the CPUs it knows to have the erratum). 0: none. */
+        uint64_t bdm70_ip;
 } SynthPsbState;
 
 /* True when the PSB byte counter has run out. */

@@ -38,7 +38,7 @@ typedef struct SegState {
         size_t psb_reported;
         size_t mode_psb; /* the first PSB whose MODE.Exec update may come next (events.c) */
         bool done;
-        uint64_t blocks_since_check, last_offset, tail_blocks;
+        uint64_t blocks_since_check, last_offset;
         bool stalled;
         DecodeRecord scratch; /* target of seg_emit() when records are not kept */
         bool other_mode;      /* a block ran in another mode than 64-bit */

@@ -139,7 +139,6 @@ static int resync(SegState *s) {
  * whose end the trace does not show). Give up on such a stretch after a
  * generous number of blocks without moving in the trace. */
 #define NO_PROGRESS_BLOCKS (UINT64_C(1) << 22)
-#define TAIL_BLOCKS_MAX (UINT64_C(1) << 16)
 
 static bool no_progress(SegState *s) {
         uint64_t off = 0;
@@ -180,11 +179,32 @@ static int sink_records(SegState *s, bool all) {
         return 0;
 }
 
+/* At the end of the trace: the last block's branch went where libipt
+ * already knows (the TNT bit or TIP it consumed says), which the next
+ * block's start tells; that block is not decoded any further. */
+static int resolve_last(SegState *s) {
+        struct pt_block b = { .ip = 0 };
+
+        if (!s->pending)
+                return 0;
+        (void) pt_blk_next(s->dec, &b, sizeof(b));
+        if (b.ip == 0) {
+                s->pending = false;
+                return 0;
+        }
+        return seg_resolve(s, b.ip);
+}
+
 static int run(SegState *s) {
         struct pt_block block;
         int status, r;
 
         status = pt_blk_sync_set(s->dec, s->seg->begin);
+        if (status == -pte_eos) {
+                /* A PSB+ with tracing off, and nothing after it. */
+                s->done = true;
+                status = 0;
+        }
         if (status < 0) {
                 r = seg_report_error(s, status, 0);
                 if (r < 0)
@@ -207,13 +227,16 @@ static int run(SegState *s) {
                 }
                 if (s->done)
                         break;
-                /* pts_eos only says the packets are used up: libipt goes on
-                 * as long as it needs no trace (cached TNT bits, direct
-                 * branches) and then returns -pte_eos. That tail is short,
-                 * unless the code loops through direct branches forever:
-                 * then the trace simply ends there. */
-                if (status >= 0 && (status & pts_eos) && ++s->tail_blocks > TAIL_BLOCKS_MAX)
+                /* The packets are used up: stop where they end, as ptxed
+                 * does. libipt would go on as long as it needs no trace,
+                 * through code that was never traced, and then fail where
+                 * the image ends or the trace would be needed. */
+                if (status >= 0 && (status & pts_eos)) {
+                        r = resolve_last(s);
+                        if (r < 0)
+                                return r;
                         break;
+                }
                 if (status < 0 && status != -pte_eos) {
                         r = seg_catch_up_psbs(s);
                         if (r < 0)

@@ -2,9 +2,6 @@
 
 #include "daemon/synth/cpu-internal.h"
 
-/* Where a trace may end: at most this many steps past the last packet. */
-#define FINISH_STEPS_MAX 10000
-
 /* Threads */
 
 int synth_cpu_frame_push(SynthThread *t, SynthFrame f) {
@@ -404,12 +401,9 @@ int synth_cpu_run(SynthCpu *c, uint64_t until) {
         return 0;
 }
 
-/* The trace stops here. A decoder of it goes on past the last packet for
- * as long as the code needs no trace (direct jumps and calls), so we do
- * the same and log those branches; it must not run into code it cannot
- * decode, so that gets a disable. */
+/* The trace stops here, and so does a decoder of it (TRUTH.md R2): the
+ * last lines are the branches the last packets tell. */
 int synth_cpu_finish(SynthCpu *c) {
-        SynthThread *t = c->cur;
         int r;
 
         if (c->finished)
@@ -421,66 +415,14 @@ int synth_cpu_finish(SynthCpu *c) {
                 if (r < 0)
                         return r;
         }
-        if (packet_en(c)) {
-                SynthWalker *w = walker(t);
-                unsigned i;
-
-                for (i = 0; i < FINISH_STEPS_MAX; i++) {
-                        SynthBlock *b = synth_walker_block(w);
-                        SynthStep s;
-
-                        if (!b || b->kind == SYNTH_END_BAD) {
-                                uint64_t at = w->ip;
-
-                                if (b)
-                                        at += b->insn_off[b->n_insns - 1];
-                                r = synth_pkt_fup(&c->pkt, at);
-                                if (r >= 0)
-                                        r = synth_pkt_pgd(&c->pkt, 0);
-                                if (r >= 0)
-                                        r = truth(c, SYNTH_TRUTH_TR_END, at, 0);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
-                        if (b->kind != SYNTH_END_JMP && b->kind != SYNTH_END_CALL &&
-                            b->kind != SYNTH_END_FALL && b->kind != SYNTH_END_MOV_CR3 &&
-                            b->kind != SYNTH_END_PTWRITE && b->kind != SYNTH_END_MWAIT)
-                                break;
-                        r = synth_walker_step(w, &s);
-                        if (r < 0)
-                                return r;
-                        if (s.kind == SYNTH_END_JMP)
-                                r = truth(c, SYNTH_TRUTH_JMP, s.from, s.to);
-                        else if (s.kind == SYNTH_END_CALL)
-                                r = truth(c, SYNTH_TRUTH_CALL, s.from, s.to);
-                        else if (s.kind == SYNTH_END_BAD) {
-                                /* Recursion cap: stop before the call. */
-                                r = synth_pkt_fup(&c->pkt, s.from);
-                                if (r >= 0)
-                                        r = synth_pkt_pgd(&c->pkt, 0);
-                                if (r >= 0)
-                                        r = truth(c, SYNTH_TRUTH_TR_END, s.from, 0);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
-                        if (r < 0)
-                                return r;
-                }
-                if (i == FINISH_STEPS_MAX) {
-                        r = synth_pkt_fup(&c->pkt, w->ip);
-                        if (r >= 0)
-                                r = synth_pkt_pgd(&c->pkt, 0);
-                        if (r >= 0)
-                                r = truth(c, SYNTH_TRUTH_TR_END, w->ip, 0);
-                        if (r < 0)
-                                return r;
-                }
-        }
         r = synth_pkt_flush_tnt(&c->pkt);
         if (r < 0)
                 return r;
         synth_pkt_flush(&c->pkt);
+        if (c->keep_truth) {
+                if (c->pkt.n_told != c->truth_told)
+                        synth_truth_commit(&c->truth);
+                synth_truth_cut(&c->truth);
+        }
         return 0;
 }

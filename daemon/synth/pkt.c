@@ -262,6 +262,7 @@ static int emit_ip(SynthPktGen *g, enum pt_packet_type type, uint64_t ip, bool s
         struct pt_packet p;
 
         p.type = type;
+        g->n_told++;
 
         if (suppressed)
                 p.payload.ip.ipc = pt_ipc_suppressed;

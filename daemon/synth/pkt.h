@@ -88,6 +88,7 @@ typedef struct SynthPktGen {
         uint64_t bits; /* random bits, used up a few at a time */
         unsigned n_bits;
         uint64_t n_psb, n_ovf;
+        uint64_t n_told; /* TNT bits and IP packets: what a decoder follows the code by (TRUTH.md R2) */
 
         SynthRng rng;
 } SynthPktGen;
@@ -141,6 +142,7 @@ static inline int synth_pkt_tnt(SynthPktGen *g, bool taken) {
         if (_unlikely_(g->overflow))
                 return 0;
         g->tnt = (g->tnt << 1) | taken;
+        g->n_told++;
         if (++g->n_tnt >= g->tnt_cap)
                 return synth_pkt_tnt_flush_full(g);
         return 0;

@@ -126,7 +126,7 @@ static int emit_error(SegState *s, int status, uint64_t ip, const char *detail) 
         uint64_t offset = 0;
         DecodeRecord *r;
 
-        (void) pt_blk_get_offset(s->dec, &offset);
+        (void) seg_offset(s, &offset);
         res->stats.errors++;
         if (code > 0 && (size_t) code < ELEMENTSOF(res->stats.errors_by_code))
                 res->stats.errors_by_code[code]++;

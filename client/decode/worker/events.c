@@ -12,7 +12,7 @@
 static const DecodeStart *start_here(SegState *s) {
         uint64_t pos = 0;
 
-        if (pt_blk_get_offset(s->dec, &pos) < 0)
+        if (seg_offset(s, &pos) < 0)
                 return NULL;
         return decode_starts_find(&s->c->starts, pos);
 }
@@ -74,13 +74,22 @@ static int handle_status(SegState *s, const struct pt_event *ev, uint64_t ip, bo
         uint64_t pos = 0;
         size_t psb;
 
+        if (s->rec.dec) {
+                /* Recovering: the first MODE.Exec update is our PSB+'s, the
+                 * second the next PSB's, where the segment's decoder takes
+                 * over (after the branch that led there). */
+                if (ev->type != ptev_exec_mode || ++s->rec.modes < 2)
+                        return 0;
+                s->rec.finish = true;
+                return ev->ip_suppressed ? 0 : seg_resolve(s, ip);
+        }
         if (ev->type == ptev_exec_mode)
                 psb = mode_psb(s);
         else {
                 /* The other updates of a PSB+ with MODE.Exec wait for that;
                  * one without (tracing off) is reported by its CBR, or when
                  * tracing comes back. */
-                if (pt_blk_get_offset(s->dec, &pos) < 0)
+                if (seg_offset(s, &pos) < 0)
                         return 0;
                 psb = decode_cpu_index_psb_at(s->ci, pos);
                 if (psb == SIZE_MAX || s->ci->psbs[psb].has_mode)
@@ -152,7 +161,7 @@ static int catch_up_psbs_before(SegState *s, uint64_t limit) {
 int seg_catch_up_psbs(SegState *s) {
         uint64_t pos = 0;
 
-        if (pt_blk_get_offset(s->dec, &pos) < 0)
+        if (seg_offset(s, &pos) < 0)
                 return 0;
         return catch_up_psbs_before(s, pos);
 }
@@ -227,7 +236,7 @@ int seg_handle_event(SegState *s, const struct pt_event *ev) {
         } else if (ev->type == ptev_overflow) {
                 uint64_t pos = 0;
 
-                if (pt_blk_get_offset(s->dec, &pos) >= 0) {
+                if (seg_offset(s, &pos) >= 0) {
                         r = catch_up_psbs_before(s, last_ovf_before(s, pos));
                         if (r < 0)
                                 return r;

@@ -6,13 +6,27 @@
  * segment.c runs libipt's block decoder over the segment, emit.c turns
  * what it finds into records (branches, events, errors, time), events.c
  * handles libipt's events (PSB+ status updates, trace starts and stops,
- * overflows, power and TSX events). Internal to the worker.
+ * overflows, power and TSX events), recover.c resumes after an error.
+ * Internal to the worker.
  */
 
 #include <intel-pt.h>
 
 #include "client/decode/worker/attribution.h"
 #include "client/decode/worker/segment.h"
+
+/* A decoder that resumes after an error, over a copy of the trace behind a
+ * PSB+ of ours (recover.c). */
+typedef struct SegRecovery {
+        struct pt_block_decoder *dec;  /* NULL: not recovering */
+        struct pt_block_decoder *main; /* the segment's decoder, meanwhile */
+        uint8_t *buf;                  /* our PSB+, then the trace from resume */
+        size_t header;                 /* bytes of our PSB+ */
+        uint64_t resume;               /* the trace offset buf[header] comes from */
+        size_t next_psb;               /* where the segment's decoder takes over */
+        unsigned modes;                /* MODE.Exec status updates seen: ours, then the next PSB's */
+        bool finish;                   /* the next PSB's is here: hand back */
+} SegRecovery;
 
 typedef struct SegState {
         const DecodeWorkerEnv *env;
@@ -22,7 +36,8 @@ typedef struct SegState {
         const DecodeCpuIndex *ci;
         DecodeSegmentResult *res;
         const DecodeRecordSink *sink;
-        struct pt_block_decoder *dec;
+        struct pt_block_decoder *dec; /* the segment's, or rec.dec while recovering */
+        SegRecovery rec;
         DecodeAttribution at; /* thread and address space at the decoder's position */
 
         uint8_t cbr;
@@ -55,6 +70,13 @@ int seg_resolve(SegState *s, uint64_t next_ip);
 int seg_flush_pwre(SegState *s);
 uint64_t seg_error_ip(SegState *s, const struct pt_block *b);
 int seg_report_error(SegState *s, int status, uint64_t ip);
+
+/* recover.c */
+int seg_offset(SegState *s, uint64_t *ret); /* the decoder's trace offset, also while recovering */
+int seg_resync(SegState *s);                /* at the next PSB */
+int seg_recover(SegState *s);               /* after an error: at the next packet with a full IP */
+int seg_recovery_end(SegState *s);          /* hand back to the segment's decoder */
+void seg_recovery_done(SegState *s);
 
 /* events.c */
 int seg_handle_event(SegState *s, const struct pt_event *ev);

@@ -19,8 +19,9 @@
  * there, the decoder simply runs out of trace at that PSB. Either way no
  * instruction is decoded twice or lost between segments.
  *
- * Errors become records (with trace offset, IP, time and reason) and the
- * decoder re-synchronizes at the next PSB, as ptxed does.
+ * Errors become records (with trace offset, IP, time and reason), and the
+ * decode resumes at the next packet that says where execution is
+ * (recover.c), as ptxed --resync-on-error does.
  *
  * Which thread ran a record, and in which address space, is the
  * attribution's answer (client/decode/worker/attribution.c); this file
@@ -90,50 +91,6 @@ static int handle_block(SegState *s, const struct pt_block *b) {
         return 0;
 }
 
-/* After an error: the next PSB, unless it belongs to the next segment. */
-static int resync(SegState *s) {
-        uint64_t before = 0, sync = 0;
-        int status;
-
-        (void) pt_blk_get_offset(s->dec, &before);
-        for (;;) {
-                status = pt_blk_sync_forward(s->dec);
-                if (status == -pte_eos) {
-                        s->done = true;
-                        return 0;
-                }
-                if (pt_blk_get_sync_offset(s->dec, &sync) >= 0 && sync >= s->seg->next) {
-                        s->done = true;
-                        return 0;
-                }
-                if (status >= 0)
-                        break;
-                /* A broken PSB+: report it and look further, if we moved at all. */
-                {
-                        uint64_t now = 0;
-                        int r = seg_report_error(s, status, 0);
-                        if (r < 0)
-                                return r;
-                        (void) pt_blk_get_offset(s->dec, &now);
-                        if (now <= before) {
-                                s->done = true;
-                                return 0;
-                        }
-                        before = now;
-                }
-        }
-        s->pending = false;
-        s->has_last = false;
-        /* PSBs before the one we synchronized at are behind us. */
-        {
-                size_t i = decode_cpu_index_psb_at(s->ci, sync);
-                s->psb_reported = i == SIZE_MAX || i == 0 ? SIZE_MAX : i - 1;
-                s->mode_psb = i == SIZE_MAX ? 0 : i;
-        }
-        s->at.in_user_region = false;
-        return status;
-}
-
 /* Code that loops through direct branches needs no trace, so libipt can
  * decode it forever without reading a byte (hostile input, or a spin loop
  * whose end the trace does not show). Give up on such a stretch after a
@@ -146,7 +103,7 @@ static bool no_progress(SegState *s) {
         if (++s->blocks_since_check < NO_PROGRESS_BLOCKS)
                 return false;
         s->blocks_since_check = 0;
-        if (pt_blk_get_offset(s->dec, &off) < 0 || off != s->last_offset) {
+        if (seg_offset(s, &off) < 0 || off != s->last_offset) {
                 s->last_offset = off;
                 return false;
         }
@@ -209,7 +166,7 @@ static int run(SegState *s) {
                 r = seg_report_error(s, status, 0);
                 if (r < 0)
                         return r;
-                status = resync(s);
+                status = seg_resync(s);
                 if (status < 0)
                         return status;
         }
@@ -224,6 +181,11 @@ static int run(SegState *s) {
                         r = seg_handle_event(s, &ev);
                         if (r < 0)
                                 return r;
+                        if (s->rec.finish) {
+                                status = seg_recovery_end(s);
+                                if (status < 0)
+                                        return status;
+                        }
                 }
                 if (s->done)
                         break;
@@ -235,7 +197,13 @@ static int run(SegState *s) {
                         r = resolve_last(s);
                         if (r < 0)
                                 return r;
-                        break;
+                        if (!s->rec.dec)
+                                break;
+                        /* The copy ends: the segment's decoder takes over. */
+                        status = seg_recovery_end(s);
+                        if (status < 0)
+                                return status;
+                        continue;
                 }
                 if (status < 0 && status != -pte_eos) {
                         r = seg_catch_up_psbs(s);
@@ -270,7 +238,7 @@ static int run(SegState *s) {
                 r = seg_report_error(s, status, seg_error_ip(s, &block));
                 if (r < 0)
                         return r;
-                status = resync(s);
+                status = seg_recover(s);
                 if (status < 0)
                         return status;
         }
@@ -348,6 +316,7 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
                 s.at.has_time = false;
                 r = run(&s);
         }
+        seg_recovery_done(&s);
         pt_blk_free_decoder(s.dec);
         *ret_other_mode = s.other_mode;
         if (r == -EAGAIN)

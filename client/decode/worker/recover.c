@@ -99,6 +99,7 @@ typedef enum ResumeKind {
 typedef struct Resume {
         ResumeKind kind;
         uint64_t offset; /* where the copy of the trace starts */
+        uint64_t packet; /* the packet resumed at */
         uint64_t ip;
         enum pt_exec_mode mode;
 } Resume;
@@ -136,8 +137,10 @@ static bool packet_ip(const struct pt_packet_ip *p, uint64_t *last, bool *known,
         return *known;
 }
 
-/* The first packet from offset on, before end, to resume at. */
-static Resume find_resume(SegState *s, uint64_t from, uint64_t end) {
+/* The first packet from offset on, before end, to resume at; not one at
+ * or before not_before (the packet the last recovery resumed at: an error
+ * right after it must not bring us back there). */
+static Resume find_resume(SegState *s, uint64_t from, uint64_t end, uint64_t not_before) {
         struct pt_config cfg = s->env->base_config;
         struct pt_packet_decoder *dec;
         Resume res = { .kind = RESUME_NONE, .mode = ptem_64bit };
@@ -158,6 +161,8 @@ static Resume find_resume(SegState *s, uint64_t from, uint64_t end) {
                 if (pt_pkt_get_offset(dec, &off) < 0 || pt_pkt_next(dec, &pkt, sizeof(pkt)) < 0 ||
                     pt_pkt_get_offset(dec, &next) < 0)
                         break;
+                if (off <= not_before && pkt.type != ppt_psb)
+                        continue;
                 switch (pkt.type) {
                 case ppt_psb:
                         goto out; /* the segment's decoder synchronizes there */
@@ -166,17 +171,19 @@ static Resume find_resume(SegState *s, uint64_t from, uint64_t end) {
                                 res.mode = pt_get_exec_mode(&pkt.payload.mode.bits.exec);
                         break;
                 case ppt_ovf:
-                        res = (Resume){ .kind = RESUME_OVF, .offset = off, .mode = res.mode };
+                        res = (Resume){ .kind = RESUME_OVF, .offset = off, .packet = off, .mode = res.mode };
                         goto out;
                 case ppt_tip_pge:
                         if (packet_ip(&pkt.payload.ip, &last, &known, &ip)) {
-                                res = (Resume){ .kind = RESUME_PGE, .offset = next, .ip = ip, .mode = res.mode };
+                                res = (Resume){ .kind = RESUME_PGE, .offset = next, .packet = off, .ip = ip,
+                                                .mode = res.mode };
                                 goto out;
                         }
                         break;
                 case ppt_tip:
                         if (packet_ip(&pkt.payload.ip, &last, &known, &ip)) {
-                                res = (Resume){ .kind = RESUME_ON, .offset = next, .ip = ip, .mode = res.mode };
+                                res = (Resume){ .kind = RESUME_ON, .offset = next, .packet = off, .ip = ip,
+                                                .mode = res.mode };
                                 goto out;
                         }
                         break;
@@ -299,7 +306,9 @@ int seg_recover(SegState *s) {
         else
                 end = s->ci->psbs[next].has_fup && !s->ci->psbs[next].broken ? s->ci->psbs[next].end
                                                                              : s->ci->psbs[next].offset;
-        res = find_resume(s, from, MIN(end, s->seg->limit));
+        res = find_resume(s, from, MIN(end, s->seg->limit), s->rec.dec ? s->rec.packet : 0);
+        if (s->rec.dec && res.kind != RESUME_NONE && res.packet <= s->rec.packet)
+                res.kind = RESUME_NONE;
         if (res.kind == RESUME_NONE)
                 return s->rec.dec ? seg_recovery_end(s) : seg_resync(s);
 
@@ -323,6 +332,7 @@ int seg_recover(SegState *s) {
         s->rec.main = s->dec;
         s->rec.header = header;
         s->rec.resume = res.offset;
+        s->rec.packet = res.packet;
         s->rec.next_psb = next;
         s->dec = s->rec.dec;
         if (s->at.view && s->at.set_view(s->at.userdata, s->at.view) < 0)

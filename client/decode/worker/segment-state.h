@@ -23,6 +23,7 @@ typedef struct SegRecovery {
         uint8_t *buf;                  /* our PSB+, then the trace from resume */
         size_t header;                 /* bytes of our PSB+ */
         uint64_t resume;               /* the trace offset buf[header] comes from */
+        uint64_t packet;               /* the trace offset of the packet resumed at */
         size_t next_psb;               /* where the segment's decoder takes over */
         unsigned modes;                /* MODE.Exec status updates seen: ours, then the next PSB's */
         bool finish;                   /* the next PSB's is here: hand back */

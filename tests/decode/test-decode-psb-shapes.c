@@ -52,11 +52,6 @@ typedef struct Expected {
         unsigned psbs;
 } Expected;
 
-static uint64_t rng(uint64_t *s) {
-        *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-        return *s >> 33;
-}
-
 static void line(Expected *e, const char *s) {
         ASSERT_OK(buf_puts(&e->branches, s));
         ASSERT_OK(buf_puts(&e->events, s));
@@ -65,7 +60,7 @@ static void line(Expected *e, const char *s) {
 /* A PSB+ as hardware writes it: TSC, CBR, MODE.Exec, FUP (when fup_ip),
  * and with SHAPE_TSX_VMCS MODE.TSX and VMCS; back to back when asked. */
 static void psb(TraceBuilder *t, Expected *e, uint64_t *tsc, unsigned shapes, uint64_t fup_ip, uint64_t *seed) {
-        unsigned n = (shapes & SHAPE_BACK2BACK) && rng(seed) % 2 ? 2 : 1;
+        unsigned n = (shapes & SHAPE_BACK2BACK) && tb_rng(seed) % 2 ? 2 : 1;
 
         for (unsigned i = 0; i < n; i++) {
                 char l[64];
@@ -97,7 +92,7 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
         tb_init(t, 1 << 20);
         psb(t, e, &tsc, shapes, 0x1000, &seed);
         for (unsigned r = 0; r < rounds; r++) {
-                unsigned loops = 1 + (unsigned) (rng(&seed) % 300);
+                unsigned loops = 1 + (unsigned) (tb_rng(&seed) % 300);
 
                 if (r > 0) {
                         tb_ip(t, ppt_tip_pge, 0x1007);
@@ -112,9 +107,9 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
                                 line(e, "0 -1 0x1003 0x1000 jcc\n");
                         e->insns += 2 * k;
                         i += k;
-                        if (rng(&seed) % 4 == 0)
+                        if (tb_rng(&seed) % 4 == 0)
                                 psb(t, e, &tsc, shapes, 0x1000, &seed);
-                        if ((shapes & SHAPE_PSB_OVF_PSB) && rng(&seed) % 4 == 0) {
+                        if ((shapes & SHAPE_PSB_OVF_PSB) && tb_rng(&seed) % 4 == 0) {
                                 psb(t, e, &tsc, shapes, 0x1000, &seed);
                                 tb_simple(t, ppt_ovf);
                                 tb_ip(t, ppt_fup, 0x1000);
@@ -130,21 +125,21 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
                         break;
                 /* Tracing is off until the next TIP.PGE. */
                 bool ovf = false;
-                if ((shapes & SHAPE_OVF_PSB) && rng(&seed) % 3 == 0) {
+                if ((shapes & SHAPE_OVF_PSB) && tb_rng(&seed) % 3 == 0) {
                         ovf = true;
                         tb_simple(t, ppt_ovf);
                         line(e, "0 -1 0x0 0x0 ovf\n");
                         psb(t, e, &tsc, shapes, 0, &seed);
                 }
-                if ((shapes & SHAPE_PIP_PSB) && rng(&seed) % 2 == 0) {
+                if ((shapes & SHAPE_PIP_PSB) && tb_rng(&seed) % 2 == 0) {
                         tb_packet(t, &(struct pt_packet){ .type = ppt_pip, .payload.pip.cr3 = 0x7000 + r * 0x1000 });
                         psb(t, e, &tsc, shapes, 0, &seed);
                 }
                 /* Not after an OVF: libipt 2.0.5 itself fails on a PSB+ with
                  * FUP after an OVF that resolved with tracing off (it
                  * enables tracing at IP 0), as it does after a fresh sync. */
-                if (rng(&seed) % 2 == 0)
-                        psb(t, e, &tsc, shapes, (shapes & SHAPE_FUP_OFF) && !ovf && rng(&seed) % 2 ? 0x1007 : 0,
+                if (tb_rng(&seed) % 2 == 0)
+                        psb(t, e, &tsc, shapes, (shapes & SHAPE_FUP_OFF) && !ovf && tb_rng(&seed) % 2 ? 0x1007 : 0,
                             &seed);
         }
         return tb_offset(t);
@@ -153,36 +148,13 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
 /* mode 0: branches; 1: with events; 2: with events and their times. */
 static char *decode(const uint8_t *trace, size_t size, const char *image, uint64_t segment_size, unsigned jobs,
                     int mode, uint64_t *ret_insns, uint64_t *ret_errors) {
-        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
-        DecodeOptions opts = {
-                .format = DECODE_FORMAT_BRANCHES,
-                .fields = { DECODE_FIELD_CPU, DECODE_FIELD_TID, DECODE_FIELD_FROM, DECODE_FIELD_TO, DECODE_FIELD_KIND,
-                            DECODE_FIELD_TIME },
-                .n_fields = mode == 2 ? 6 : 5,
-                .events = mode > 0,
-                .jobs = jobs,
-                .segment_size = segment_size,
-                .progress = 0,
-        };
+        _cleanup_(decode_input_freep) DecodeInput *in = raw_input(trace, size, image, 0x1000);
+        DecodeOptions opts = branch_options(jobs, segment_size, mode > 0, mode == 2);
         char *out;
 
-        ASSERT_OK(decode_input_new("test", &in));
-        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", (void *) trace, size, false));
-        add_raw_image(in, image, 0x1000);
         out = decode_to_string(in, &opts, ret_errors);
-        if (ret_insns) {
-                _cleanup_(decoder_freep) Decoder *d = NULL;
-                _cleanup_free_ char *text = NULL, *error = NULL;
-                size_t n;
-                FILE *f = open_memstream(&text, &n);
-
-                opts.format = DECODE_FORMAT_SUMMARY;
-                opts.n_fields = 0;
-                ASSERT_OK(decoder_new(in, &opts, &d, &error));
-                ASSERT_OK(decoder_run(d, f, &error));
-                fclose(f);
-                *ret_insns = d->cpu_stats[0].insns;
-        }
+        if (ret_insns)
+                *ret_insns = decode_insn_count(in, opts);
         return out;
 }
 

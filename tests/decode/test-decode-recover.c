@@ -161,19 +161,9 @@ static __attribute__((noinline)) char *without_errors(const char *text) {
 
 static char *decode(const TraceBuilder *t, const char *image, uint64_t segment_size, unsigned jobs,
                     uint64_t *ret_errors) {
-        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
-        DecodeOptions opts = {
-                .format = DECODE_FORMAT_BRANCHES,
-                .fields = { DECODE_FIELD_CPU, DECODE_FIELD_TID, DECODE_FIELD_FROM, DECODE_FIELD_TO, DECODE_FIELD_KIND },
-                .n_fields = 5,
-                .jobs = jobs,
-                .segment_size = segment_size,
-                .progress = 0,
-        };
+        _cleanup_(decode_input_freep) DecodeInput *in = raw_input(t->buf, tb_offset(t), image, 0x1000);
+        DecodeOptions opts = branch_options(jobs, segment_size, false, false);
 
-        ASSERT_OK(decode_input_new("test", &in));
-        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t->buf, tb_offset(t), false));
-        add_raw_image(in, image, 0x1000);
         return decode_to_string(in, &opts, ret_errors);
 }
 

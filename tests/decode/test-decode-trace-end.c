@@ -93,19 +93,13 @@ static const Case cases[] = {
 
 static char *decode(const TraceBuilder *t, const Case *c, const char *image, DecodeFormat format,
                     uint64_t *ret_errors) {
-        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
-        DecodeOptions opts = {
-                .format = format,
-                .fields = { DECODE_FIELD_CPU, DECODE_FIELD_TID, DECODE_FIELD_FROM, DECODE_FIELD_TO, DECODE_FIELD_KIND },
-                .n_fields = format == DECODE_FORMAT_BRANCHES ? 5 : 0,
-                .events = true,
-                .jobs = 1,
-                .progress = 0,
-        };
+        _cleanup_(decode_input_freep) DecodeInput *in = raw_input(t->buf, tb_offset(t), image, c->addr);
+        DecodeOptions opts = branch_options(1, 0, true, false);
 
-        ASSERT_OK(decode_input_new("test", &in));
-        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t->buf, tb_offset(t), false));
-        add_raw_image(in, image, c->addr);
+        if (format != DECODE_FORMAT_BRANCHES) {
+                opts.format = format;
+                opts.n_fields = 0;
+        }
         return decode_to_string(in, &opts, ret_errors);
 }
 

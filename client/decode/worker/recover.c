@@ -171,27 +171,29 @@ static Resume find_resume(SegState *s, uint64_t from, uint64_t end, uint64_t not
                                 res.mode = pt_get_exec_mode(&pkt.payload.mode.bits.exec);
                         break;
                 case ppt_ovf:
-                        res = (Resume){ .kind = RESUME_OVF, .offset = off, .packet = off, .mode = res.mode };
-                        goto out;
+                        res.kind = RESUME_OVF;
+                        res.offset = off;
+                        break;
                 case ppt_tip_pge:
-                        if (packet_ip(&pkt.payload.ip, &last, &known, &ip)) {
-                                res = (Resume){ .kind = RESUME_PGE, .offset = next, .packet = off, .ip = ip,
-                                                .mode = res.mode };
-                                goto out;
-                        }
+                        if (packet_ip(&pkt.payload.ip, &last, &known, &ip))
+                                res.kind = RESUME_PGE;
                         break;
                 case ppt_tip:
-                        if (packet_ip(&pkt.payload.ip, &last, &known, &ip)) {
-                                res = (Resume){ .kind = RESUME_ON, .offset = next, .packet = off, .ip = ip,
-                                                .mode = res.mode };
-                                goto out;
-                        }
+                        if (packet_ip(&pkt.payload.ip, &last, &known, &ip))
+                                res.kind = RESUME_ON;
                         break;
                 case ppt_fup:
                 case ppt_tip_pgd:
                         (void) packet_ip(&pkt.payload.ip, &last, &known, &ip);
                         break;
                 default:
+                        break;
+                }
+                if (res.kind != RESUME_NONE) {
+                        if (res.kind != RESUME_OVF)
+                                res.offset = next;
+                        res.packet = off;
+                        res.ip = ip;
                         break;
                 }
         }
@@ -203,6 +205,7 @@ out:
 /* Our PSB+: TSC (the time reached), MODE.Exec, FUP when tracing is on;
  * then a TIP.PGE's uncompressed copy for RESUME_PGE. */
 static int write_header(SegState *s, const Resume *res, uint8_t *buf, size_t size, size_t *ret) {
+        struct pt_packet_ip ip = { .ipc = pt_ipc_full, .ip = res->ip };
         struct pt_config cfg;
         struct pt_encoder *enc;
         struct pt_packet p;
@@ -226,22 +229,12 @@ static int write_header(SegState *s, const Resume *res, uint8_t *buf, size_t siz
                 p.payload.mode.bits.exec = pt_set_exec_mode(res->mode);
                 r = pt_enc_next(enc, &p);
         }
-        if (r >= 0 && res->kind == RESUME_ON) {
-                p = (struct pt_packet){ .type = ppt_fup };
-                p.payload.ip.ipc = pt_ipc_full;
-                p.payload.ip.ip = res->ip;
-                r = pt_enc_next(enc, &p);
-        }
-        if (r >= 0) {
-                p = (struct pt_packet){ .type = ppt_psbend };
-                r = pt_enc_next(enc, &p);
-        }
-        if (r >= 0 && res->kind == RESUME_PGE) {
-                p = (struct pt_packet){ .type = ppt_tip_pge };
-                p.payload.ip.ipc = pt_ipc_full;
-                p.payload.ip.ip = res->ip;
-                r = pt_enc_next(enc, &p);
-        }
+        if (r >= 0 && res->kind == RESUME_ON)
+                r = pt_enc_next(enc, &(struct pt_packet){ .type = ppt_fup, .payload.ip = ip });
+        if (r >= 0)
+                r = pt_enc_next(enc, &(struct pt_packet){ .type = ppt_psbend });
+        if (r >= 0 && res->kind == RESUME_PGE)
+                r = pt_enc_next(enc, &(struct pt_packet){ .type = ppt_tip_pge, .payload.ip = ip });
         if (r >= 0)
                 r = pt_enc_get_offset(enc, &off);
         pt_free_encoder(enc);

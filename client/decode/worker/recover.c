@@ -21,7 +21,9 @@
  * after it. An IP is known once an uncompressed one came before it in the
  * scan (a compressed one builds on it): the copy starts where libipt's
  * last IP would be ours. The PSB+ also carries the execution mode of the last
- * MODE.Exec seen (64-bit without one) and the time reached. The copy ends
+ * MODE.Exec seen (64-bit without one) and the time reached (a TSC; without
+ * the TMA that goes with it libipt uses no MTC until the next TSC, so the
+ * time stays there until then: a TMA of ours would be a guess). The copy ends
  * where the segment's decoder takes over again: at the next PSB (with its
  * PSB+ when tracing is on there, so that the branch before it resolves
  * to its FUP IP, exactly as at a segment's end), or at the segment's end.

@@ -17,7 +17,10 @@
  * status update (MODE.Exec) to its FUP IP, and we stop exactly there,
  * with the last pending branch resolved to that IP; when tracing was off
  * there, the decoder simply runs out of trace at that PSB. Either way no
- * instruction is decoded twice or lost between segments.
+ * instruction is decoded twice or lost between segments. At the end of
+ * the trace the decoder stops where the packets end (pts_eos), as ptxed
+ * does. libipt's events (events.c) and the records (emit.c) have their own
+ * files.
  *
  * Errors become records (with trace offset, IP, time and reason), and the
  * decode resumes at the next packet that says where execution is

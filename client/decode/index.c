@@ -423,10 +423,14 @@ int decode_plan_segments(const DecodeIndex *idx, uint64_t target_size, bool wind
                 if (ci->n_psbs == 0)
                         continue;
                 if (windowed) {
-                        /* The last PSB at or before the window's start... */
+                        /* The last PSB at or before the window's start, where
+                         * a decoder can start as if it had decoded from
+                         * before (scan_tracing_state())... */
                         for (size_t i = 0; i < ci->n_psbs; i++)
                                 if (ci->psbs[i].has_tsc && ci->psbs[i].tsc <= tsc_from)
                                         a = i;
+                        while (a > 0 && ci->psbs[a].serial_differs)
+                                a--;
                         /* ... to the first PSB after its end (exclusive). */
                         for (size_t i = a; i < ci->n_psbs; i++)
                                 if (ci->psbs[i].has_tsc && ci->psbs[i].tsc > tsc_to) {

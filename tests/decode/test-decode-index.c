@@ -138,6 +138,13 @@ static void test_serial_state(void) {
         ASSERT_EQ_U64(plan.segments[0].next, psb[3]);
         ASSERT_EQ_U64(plan.segments[1].next, psb[5]);
         decode_segment_plan_done(&plan);
+        /* A window that starts at such a PSB starts at the PSB before them. */
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 3000, 3500, &plan));
+        ASSERT_EQ_U64(plan.segments[0].begin, psb[0]);
+        decode_segment_plan_done(&plan);
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 5000, 5500, &plan));
+        ASSERT_EQ_U64(plan.segments[0].begin, psb[3]);
+        decode_segment_plan_done(&plan);
         tb_done(&t);
 }
 

@@ -191,7 +191,8 @@ static int thread_span_cmp(const void *a, const void *b) {
 /* One DecodeThread per tid: its names by time, and the process of its
  * newest span (tids are reused too). */
 static int threads_build(DecodeContext *ctx, ThreadSpan *v, size_t n) {
-        qsort(v, n, sizeof(ThreadSpan), thread_span_cmp);
+        if (n > 0) /* v is NULL without side-band: qsort() must not see it */
+                qsort(v, n, sizeof(ThreadSpan), thread_span_cmp);
         for (size_t i = 0, j; i < n; i = j) {
                 _cleanup_free_ DecodeThread *t = NULL;
                 size_t n_comms = 0;

@@ -70,6 +70,7 @@ static void read_psb_header(struct pt_packet_decoder *dec, DecodePsb *p) {
                         return;
                 case ppt_ovf:
                         p->broken = true;
+                        p->ovf_cut = true;
                         return;
                 default:
                         break;

@@ -30,12 +30,22 @@ typedef struct DecodePsb {
         uint64_t fup_ip; /* where (PSB+ FUPs are never compressed) */
         bool has_mode; /* MODE.Exec in PSB+ */
         bool broken;   /* PSB+ could not be read to its PSBEND */
+        /* An OVF ended PSB+ before its PSBEND (libipt's psb-ovf-*.ptt). The
+         * PSB+ is broken (no boundary), but libipt still hands out the
+         * status updates of the packets before the OVF (MODE.Exec bound
+         * to the FUP), then the overflow. */
+        bool ovf_cut;
         /* libipt decoding the stream from an earlier PSB has tracing in
          * another state here than a decoder that synchronizes at this PSB
          * (a FUP in PSB+ while tracing is off: erratum BDM70, or a PSB
          * right after an OVF): see decode_index_new(). */
         bool serial_differs;
 } DecodePsb;
+
+/* Whether libipt hands out this PSB+'s status updates. */
+static inline bool decode_psb_has_status(const DecodePsb *p) {
+        return !p->broken || p->ovf_cut;
+}
 
 typedef struct DecodeCpuIndex {
         uint32_t cpu;

@@ -23,7 +23,9 @@
  *   - a PSB right after an OVF (tracing off when the overflow resolves);
  *   - PSB+, an OVF that resolves with tracing on (FUP), PSB+: libipt
  *     binds the OVF by reading on, past the second PSB, before it hands
- *     out the first PSB's status updates.
+ *     out the first PSB's status updates;
+ *   - an OVF inside PSB+ with tracing on (libipt's psb-ovf-fup): no
+ *     PSBEND, and the OVF cancels the PSB+'s status updates.
  */
 
 #include "decode-test-util.h"
@@ -43,6 +45,7 @@ enum {
         SHAPE_PIP_PSB = 1 << 3,    /* PIP right before a PSB, tracing off */
         SHAPE_OVF_PSB = 1 << 4,    /* OVF right before a PSB, tracing off after */
         SHAPE_PSB_OVF_PSB = 1 << 5, /* PSB+, OVF with FUP, PSB+: libipt reads past the second PSB */
+        SHAPE_OVF_IN_PSB = 1 << 6,  /* OVF inside PSB+, tracing on after it */
 };
 
 typedef struct Expected {
@@ -57,20 +60,36 @@ static void line(Expected *e, const char *s) {
         ASSERT_OK(buf_puts(&e->events, s));
 }
 
+/* The start of a PSB+: PSB, TSC, CBR, and the PSB event it gives. */
+static void psb_start(TraceBuilder *t, Expected *e, uint64_t *tsc) {
+        char l[64];
+
+        snprintf(l, sizeof(l), "0 -1 psb 0x%" PRIx64 "\n", tb_offset(t));
+        ASSERT_OK(buf_puts(&e->events, l));
+        *tsc += 1000;
+        tb_simple(t, ppt_psb);
+        tb_tsc(t, *tsc);
+        tb_packet(t, &(struct pt_packet){ .type = ppt_cbr, .payload.cbr.ratio = 36 });
+        e->psbs++;
+}
+
+/* A PSB+ cut short by an OVF that resolves with tracing on at 0x1000. */
+static void psb_ovf(TraceBuilder *t, Expected *e, uint64_t *tsc) {
+        psb_start(t, e, tsc);
+        tb_mode_exec64(t);
+        tb_ip(t, ppt_fup, 0x1000);
+        tb_simple(t, ppt_ovf);
+        tb_ip(t, ppt_fup, 0x1000);
+        line(e, "0 -1 0x0 0x1000 ovf\n");
+}
+
 /* A PSB+ as hardware writes it: TSC, CBR, MODE.Exec, FUP (when fup_ip),
  * and with SHAPE_TSX_VMCS MODE.TSX and VMCS; back to back when asked. */
 static void psb(TraceBuilder *t, Expected *e, uint64_t *tsc, unsigned shapes, uint64_t fup_ip, uint64_t *seed) {
         unsigned n = (shapes & SHAPE_BACK2BACK) && tb_rng(seed) % 2 ? 2 : 1;
 
         for (unsigned i = 0; i < n; i++) {
-                char l[64];
-
-                snprintf(l, sizeof(l), "0 -1 psb 0x%" PRIx64 "\n", tb_offset(t));
-                ASSERT_OK(buf_puts(&e->events, l));
-                *tsc += 1000;
-                tb_simple(t, ppt_psb);
-                tb_tsc(t, *tsc);
-                tb_packet(t, &(struct pt_packet){ .type = ppt_cbr, .payload.cbr.ratio = 36 });
+                psb_start(t, e, tsc);
                 if (shapes & SHAPE_TSX_VMCS)
                         tb_packet(t, &(struct pt_packet){ .type = ppt_vmcs, .payload.vmcs.base = 0x5000 });
                 tb_mode_exec64(t);
@@ -82,7 +101,6 @@ static void psb(TraceBuilder *t, Expected *e, uint64_t *tsc, unsigned shapes, ui
                         tb_packet(t, &p);
                 }
                 tb_simple(t, ppt_psbend);
-                e->psbs++;
         }
 }
 
@@ -116,6 +134,8 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
                                 line(e, "0 -1 0x0 0x1000 ovf\n");
                                 psb(t, e, &tsc, shapes, 0x1000, &seed);
                         }
+                        if ((shapes & SHAPE_OVF_IN_PSB) && tb_rng(&seed) % 4 == 0)
+                                psb_ovf(t, e, &tsc);
                 }
                 tb_tnt(t, (const bool[]){ false }, 1);
                 tb_ip(t, ppt_tip_pgd, 0);
@@ -132,7 +152,15 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
                         psb(t, e, &tsc, shapes, 0, &seed);
                 }
                 if ((shapes & SHAPE_PIP_PSB) && tb_rng(&seed) % 2 == 0) {
-                        tb_packet(t, &(struct pt_packet){ .type = ppt_pip, .payload.pip.cr3 = 0x7000 + r * 0x1000 });
+                        uint64_t cr3 = 0x7000 + r * 0x1000;
+                        char l[64];
+
+                        tb_packet(t, &(struct pt_packet){ .type = ppt_pip, .payload.pip.cr3 = cr3 });
+                        /* A PIP while tracing is off is a paging event of
+                         * its own (libipt's psb-pip-psb.ptt: ptxed prints
+                         * "[paging, cr3: ...]"), before the PSB. */
+                        snprintf(l, sizeof(l), "0 -1 paging cr3=0x%" PRIx64 "\n", cr3);
+                        ASSERT_OK(buf_puts(&e->events, l));
                         psb(t, e, &tsc, shapes, 0, &seed);
                 }
                 /* Not after an OVF: libipt 2.0.5 itself fails on a PSB+ with
@@ -232,10 +260,14 @@ static void test_psb_after_ovf(void) {
 static void test_psb_ovf_psb(void) {
         run_shapes(SHAPE_PSB_OVF_PSB);
 }
+static void test_ovf_in_psb(void) {
+        run_shapes(SHAPE_OVF_IN_PSB);
+}
 static void test_all(void) {
         run_shapes(SHAPE_TSX_VMCS | SHAPE_BACK2BACK | SHAPE_FUP_OFF | SHAPE_PIP_PSB | SHAPE_OVF_PSB |
-                   SHAPE_PSB_OVF_PSB);
+                   SHAPE_PSB_OVF_PSB | SHAPE_OVF_IN_PSB);
 }
 
 RUN_TESTS(TEST(test_tsx_vmcs), TEST(test_back_to_back), TEST(test_fup_while_off), TEST(test_pip_before_psb),
-          TEST(test_psb_after_ovf), TEST(test_psb_ovf_psb), TEST(test_all));
+          TEST(test_psb_after_ovf), TEST(test_psb_ovf_psb), TEST(test_ovf_in_psb),
+          TEST(test_all));

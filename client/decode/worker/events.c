@@ -57,13 +57,14 @@ static DecodeBranchKind async_kind(SegState *s, uint64_t to) {
  * the next segment's PSB. */
 /* The PSB whose MODE.Exec status update libipt hands out now: they come
  * one per PSB+ with MODE.Exec, in order, from the PSB the decoder
- * synchronized at (s->mode_psb). Not the decoder's position: libipt reads
+ * synchronized at (s->mode_psb), also from a PSB+ an OVF cut short
+ * (decode_psb_has_status()). Not the decoder's position: libipt reads
  * ahead (to bind an OVF, a FUP), past the next PSB at times, before it
  * hands out an earlier PSB's status updates. */
 static size_t mode_psb(SegState *s) {
         size_t i = s->mode_psb;
 
-        while (i < s->ci->n_psbs && (!s->ci->psbs[i].has_mode || s->ci->psbs[i].broken))
+        while (i < s->ci->n_psbs && (!s->ci->psbs[i].has_mode || !decode_psb_has_status(&s->ci->psbs[i])))
                 i++;
         if (i == s->ci->n_psbs)
                 return SIZE_MAX;

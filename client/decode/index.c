@@ -70,6 +70,7 @@ static void read_psb_header(struct pt_packet_decoder *dec, DecodePsb *p) {
                         return;
                 case ppt_ovf:
                         p->broken = true;
+                        p->ovf_cut = true;
                         return;
                 default:
                         break;
@@ -142,6 +143,133 @@ static void scan_tail(DecodeCpuIndex *ci, const struct pt_config *base) {
         pt_qry_free_decoder(q);
 }
 
+/*
+ * Whether tracing is on at each PSB as libipt's block decoder has it when
+ * it decodes the stream from an earlier PSB, against what a decoder that
+ * synchronizes at that PSB starts with: tracing on exactly when PSB+ has
+ * a FUP (pt_qry_header_fup()). Hardware writes a FUP into PSB+ only while
+ * tracing is on (SDM Vol. 3C, Intel Processor Trace, "PSB+": "FUP, if
+ * PacketEn=1"), but
+ * with erratum BDM70 also in the PSB+ before a TIP.PGE, with tracing off;
+ * libipt then keeps tracing off (its block decoder is enabled by TIP.PGE,
+ * never by a status update). A segment that started at such a PSB would
+ * decode on from the FUP IP and fail at the TIP.PGE ("unexpected packet
+ * context"), so such a PSB is no boundary. Nor is any other PSB of that
+ * stretch with tracing off: libipt synchronized at one of them, before
+ * the PSB+ with FUP, fails on it too (its events then depend on what it
+ * decoded before).
+ *
+ * The state follows the packets: TIP.PGE turns tracing on, TIP.PGD off,
+ * an OVF on when a FUP follows it before any packet but timing ones, else
+ * off (as libipt binds it: pt_pkt_find_ovf_fup(), so a PSB right after an
+ * OVF finds tracing off). After a packet error, as after a broken PSB+,
+ * libipt synchronizes afresh at the next PSB, and so does a segment.
+ *
+ * The rest of the state a segment might miss needs no scan: the SDM lets
+ * a RET be compressed only when its CALL came after the last PSB (same
+ * chapter, "Indirect Transfer COFI"), so the return stack starts empty at every
+ * PSB; the execution mode comes with MODE.Exec in PSB+ (psb_is_boundary()).
+ */
+typedef enum TraceState { TRACE_UNKNOWN, TRACE_OFF, TRACE_ON } TraceState;
+
+static bool packet_is_timing(enum pt_packet_type t) {
+        switch (t) {
+        case ppt_pad:
+        case ppt_mnt:
+        case ppt_cbr:
+        case ppt_tsc:
+        case ppt_tma:
+        case ppt_mtc:
+        case ppt_cyc:
+        case ppt_unknown:
+                return true;
+        default:
+                return false;
+        }
+}
+
+static void scan_tracing_state(DecodeCpuIndex *ci, struct pt_packet_decoder *dec) {
+        TraceState state = TRACE_UNKNOWN;
+        bool ovf_pending = false, off_fup = false;
+        size_t next = 0, off_first = SIZE_MAX; /* PSBs since tracing went off */
+
+        if (pt_pkt_sync_set(dec, ci->psbs[0].offset) < 0)
+                return;
+        while (next < ci->n_psbs) {
+                struct pt_packet pkt;
+                uint64_t off = 0;
+                int r;
+
+                (void) pt_pkt_get_offset(dec, &off);
+                r = pt_pkt_next(dec, &pkt, sizeof(pkt));
+                if (r < 0) {
+                        /* libipt reports the error and synchronizes at the next PSB. */
+                        state = TRACE_UNKNOWN;
+                        ovf_pending = false;
+                        if (r == -pte_eos || pt_pkt_sync_forward(dec) < 0)
+                                return;
+                        continue;
+                }
+                if (ovf_pending && packet_is_timing(pkt.type))
+                        continue;
+                if (ovf_pending) {
+                        ovf_pending = false;
+                        state = pkt.type == ppt_fup ? TRACE_ON : TRACE_OFF;
+                }
+                if (state != TRACE_OFF) {
+                        off_first = SIZE_MAX;
+                        off_fup = false;
+                }
+                switch (pkt.type) {
+                case ppt_psb: {
+                        DecodePsb *p;
+
+                        while (next < ci->n_psbs && ci->psbs[next].offset < off)
+                                next++;
+                        if (next == ci->n_psbs || ci->psbs[next].offset != off) {
+                                state = TRACE_UNKNOWN; /* not where the index has one: a broken stream */
+                                break;
+                        }
+                        p = &ci->psbs[next++];
+                        if (p->broken) {
+                                state = TRACE_UNKNOWN;
+                                break;
+                        }
+                        if (state == TRACE_UNKNOWN)
+                                state = p->has_fup ? TRACE_ON : TRACE_OFF;
+                        else if (state == TRACE_ON && !p->has_fup)
+                                p->serial_differs = true;
+                        else if (state == TRACE_OFF) {
+                                if (off_first == SIZE_MAX)
+                                        off_first = next - 1;
+                                if (p->has_fup)
+                                        off_fup = true;
+                                /* libipt's state after such a PSB+ depends on
+                                 * what it decoded before, back to where
+                                 * tracing went off: the whole stretch. */
+                                if (off_fup)
+                                        for (size_t i = off_first; i < next; i++)
+                                                ci->psbs[i].serial_differs = true;
+                        }
+                        if (pt_pkt_sync_set(dec, p->end) < 0)
+                                return;
+                        break;
+                }
+                case ppt_tip_pge:
+                        state = TRACE_ON;
+                        break;
+                case ppt_tip_pgd:
+                        state = TRACE_OFF;
+                        break;
+                case ppt_ovf:
+                        ovf_pending = true;
+                        break;
+                default:
+                        break;
+                }
+        }
+}
+
 static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
         struct pt_packet_decoder *dec;
         struct pt_config cfg;
@@ -182,6 +310,8 @@ static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
         if (r >= 0 && ci->n_psbs > 0) {
                 scan_timing(ci, dec);
                 scan_tail(ci, base);
+                if (ci->n_psbs > 1)
+                        scan_tracing_state(ci, dec);
         }
         pt_pkt_free_decoder(dec);
         return r;
@@ -227,11 +357,13 @@ size_t decode_cpu_index_psb_at(const DecodeCpuIndex *ci, uint64_t offset) {
         return lo == 0 ? SIZE_MAX : lo - 1;
 }
 
-/* A segment may start at a PSB only if its PSB+ sets the execution mode:
- * the decoder of that segment knows nothing from before. With tracing on,
+/* A segment may start at a PSB only if its PSB+ sets the execution mode
+ * and tracing is on there exactly when libipt, decoding from before, has
+ * it on (scan_tracing_state()): the decoder of that segment knows nothing
+ * from before. With tracing on,
  * the MODE.Exec status update is also what the previous segment stops at. */
 static bool psb_is_boundary(const DecodePsb *p) {
-        return !p->broken && p->has_mode;
+        return !p->broken && p->has_mode && !p->serial_differs;
 }
 
 void decode_segment_plan_done(DecodeSegmentPlan *p) {
@@ -292,10 +424,14 @@ int decode_plan_segments(const DecodeIndex *idx, uint64_t target_size, bool wind
                 if (ci->n_psbs == 0)
                         continue;
                 if (windowed) {
-                        /* The last PSB at or before the window's start... */
+                        /* The last PSB at or before the window's start, where
+                         * a decoder can start as if it had decoded from
+                         * before (scan_tracing_state())... */
                         for (size_t i = 0; i < ci->n_psbs; i++)
                                 if (ci->psbs[i].has_tsc && ci->psbs[i].tsc <= tsc_from)
                                         a = i;
+                        while (a > 0 && ci->psbs[a].serial_differs)
+                                a--;
                         /* ... to the first PSB after its end (exclusive). */
                         for (size_t i = a; i < ci->n_psbs; i++)
                                 if (ci->psbs[i].has_tsc && ci->psbs[i].tsc > tsc_to) {

@@ -10,7 +10,9 @@
  * independently on worker threads.
  *
  * Segment boundaries sit only at "clean" PSBs, whose PSB+ has MODE.Exec
- * (the new segment's decoder learns the execution mode there). With
+ * (the new segment's decoder learns the execution mode there) and where
+ * a decoder that synchronizes there starts in the very state libipt has
+ * there when it decodes the stream from the start (DecodePsb.serial_differs). With
  * tracing on at such a PSB (FUP in PSB+), the decoder of the previous
  * segment stops at the status update libipt binds to the FUP IP, which is
  * exactly where the next segment starts; with tracing off, it runs out of
@@ -28,7 +30,22 @@ typedef struct DecodePsb {
         uint64_t fup_ip; /* where (PSB+ FUPs are never compressed) */
         bool has_mode; /* MODE.Exec in PSB+ */
         bool broken;   /* PSB+ could not be read to its PSBEND */
+        /* An OVF ended PSB+ before its PSBEND (libipt's psb-ovf-*.ptt). The
+         * PSB+ is broken (no boundary), but libipt still hands out the
+         * status updates of the packets before the OVF (MODE.Exec bound
+         * to the FUP), then the overflow. */
+        bool ovf_cut;
+        /* libipt decoding the stream from an earlier PSB has tracing in
+         * another state here than a decoder that synchronizes at this PSB
+         * (a FUP in PSB+ while tracing is off: erratum BDM70, or a PSB
+         * right after an OVF): see decode_index_new(). */
+        bool serial_differs;
 } DecodePsb;
+
+/* Whether libipt hands out this PSB+'s status updates. */
+static inline bool decode_psb_has_status(const DecodePsb *p) {
+        return !p->broken || p->ovf_cut;
+}
 
 typedef struct DecodeCpuIndex {
         uint32_t cpu;

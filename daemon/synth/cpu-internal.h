@@ -45,11 +45,22 @@ static inline uint32_t cur_tid(const SynthCpu *c) {
         return c->cur->idle ? 0 : c->cur->tid;
 }
 
+/* A branch taken, into the truth. A decoder stops where the packets end
+ * (TRUTH.md R2): a direct jump or call is in the truth only once the
+ * trace tells something after it; any other branch tells itself. */
 static inline int truth(SynthCpu *c, SynthTruthKind kind, uint64_t from, uint64_t to) {
+        int r;
+
         if (c->pkt.overflow || !c->keep_truth)
                 return 0;
+        if (c->pkt.n_told != c->truth_told)
+                synth_truth_commit(&c->truth);
         c->stats.branches++;
-        return synth_truth_branch(&c->truth, kind, from, to, cur_tid(c));
+        r = synth_truth_branch(&c->truth, kind, from, to, cur_tid(c));
+        if (r >= 0 && kind != SYNTH_TRUTH_CALL && kind != SYNTH_TRUTH_JMP)
+                synth_truth_commit(&c->truth);
+        c->truth_told = c->pkt.n_told;
+        return r;
 }
 
 static inline int event(SynthCpu *c, SynthEvent e) {
@@ -78,6 +89,7 @@ static inline int advance_to(SynthCpu *c, uint64_t target) {
 int synth_cpu_frame_push(SynthThread *t, SynthFrame f);
 SynthFrame *synth_cpu_frame_top(SynthThread *t);
 int synth_cpu_maybe_overflow(SynthCpu *c);
+int synth_cpu_pge(SynthCpu *c, uint64_t ip);
 int synth_cpu_switch_done(SynthCpu *c, SynthThread *next);
 
 /* cpu-kernel.c */

@@ -127,7 +127,7 @@ int synth_cpu_enter_kernel(SynthCpu *c, SynthFrameKind kind, uint64_t handler) {
                                 r = truth(c, SYNTH_TRUTH_TR_END, ip, 0);
                 }
         } else if (c->cfg.trace_kernel) {
-                r = synth_pkt_pge(&c->pkt, handler);
+                r = synth_cpu_pge(c, handler);
                 if (r >= 0)
                         r = truth(c, SYNTH_TRUTH_TR_START, 0, handler);
         }
@@ -202,7 +202,7 @@ int synth_cpu_leave_kernel(SynthCpu *c, SynthTruthKind kind, uint64_t from) {
                 synth_walker_jump(&t->uw, f.ret_ip);
                 if (from == 0) {
                         if (c->cfg.trace_user) {
-                                r = synth_pkt_pge(&c->pkt, f.ret_ip);
+                                r = synth_cpu_pge(c, f.ret_ip);
                                 if (r >= 0)
                                         r = truth(c, SYNTH_TRUTH_TR_START, 0, f.ret_ip);
                         }
@@ -270,7 +270,7 @@ int synth_cpu_restart_user(SynthCpu *c, uint64_t at) {
                 return r;
         r = advance_cycles(c, synth_rng_range(&c->rng, 50, 500));
         if (r >= 0)
-                r = synth_pkt_pge(&c->pkt, t->uw.ip);
+                r = synth_cpu_pge(c, t->uw.ip);
         if (r >= 0)
                 r = truth(c, SYNTH_TRUTH_TR_START, 0, t->uw.ip);
         return r < 0 ? r : synth_cpu_maybe_overflow(c);
@@ -315,7 +315,7 @@ int synth_cpu_restart_kernel(SynthCpu *c, uint64_t at) {
         if (packet_en(c)) {
                 uint64_t ip = walker(t)->ip;
 
-                r = synth_pkt_pge(&c->pkt, ip);
+                r = synth_cpu_pge(c, ip);
                 if (r >= 0)
                         r = truth(c, SYNTH_TRUTH_TR_START, 0, ip);
         }

@@ -436,7 +436,7 @@ int synth_cpu_tick_untraced(SynthCpu *c, uint64_t until) {
                         t->mode = SYNTH_MODE_KERNEL;
                         t->kw.depth = 0;
                         synth_walker_jump(&t->kw, c->kernel->entry_syscall);
-                        r = synth_pkt_pge(&c->pkt, c->kernel->entry_syscall);
+                        r = synth_cpu_pge(c, c->kernel->entry_syscall);
                         return r < 0 ? r : truth(c, SYNTH_TRUTH_TR_START, 0, c->kernel->entry_syscall);
                 }
                 if (at == c->next_irq) {

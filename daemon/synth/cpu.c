@@ -2,9 +2,6 @@
 
 #include "daemon/synth/cpu-internal.h"
 
-/* Where a trace may end: at most this many steps past the last packet. */
-#define FINISH_STEPS_MAX 10000
-
 /* Threads */
 
 int synth_cpu_frame_push(SynthThread *t, SynthFrame f) {
@@ -246,12 +243,15 @@ int synth_cpu_request_switch(SynthCpu *c, SynthThread *next) {
         return 0;
 }
 
-static int emit_psb(SynthCpu *c) {
+/* One PSB+ (bdm70_ip: see SynthPsbState), in the truth. */
+static int emit_one_psb(SynthCpu *c, uint64_t bdm70_ip) {
         SynthThread *t = c->cur;
         SynthPsbState st = {
-                .enabled = packet_en(c),
+                /* Before a TIP.PGE the CPU may count as tracing already. */
+                .enabled = packet_en(c) && !bdm70_ip,
                 .cr3 = c->cr3,
                 .intx = t->in_tsx,
+                .bdm70_ip = bdm70_ip,
         };
         uint64_t off, ws;
         int r;
@@ -262,7 +262,7 @@ static int emit_psb(SynthCpu *c) {
         if (r < 0)
                 return r;
         if (!c->keep_truth)
-                return synth_cpu_maybe_overflow(c);
+                return 0;
         r = synth_truth_mark_psb(&c->truth, off, now(c));
         if (r < 0)
                 return r;
@@ -273,7 +273,29 @@ static int emit_psb(SynthCpu *c) {
                 ws = off > c->cfg.ring_size ? off - c->cfg.ring_size : 0;
                 synth_truth_trim(&c->truth, ws);
         }
+        return 0;
+}
+
+static int emit_psb(SynthCpu *c) {
+        int r = emit_one_psb(c, 0);
+
+        /* Real hardware writes PSBs back to back now and then. */
+        if (r >= 0 && c->cfg.pkt.hw_psb && synth_rng_below(&c->rng, 4) == 0)
+                r = emit_one_psb(c, 0);
+        if (r < 0)
+                return r;
         return synth_cpu_maybe_overflow(c);
+}
+
+/* Tracing starts at ip: TIP.PGE. With hw_psb, now and then right after a
+ * PSB+ that has a FUP to ip, as CPUs with erratum BDM70 write it. */
+int synth_cpu_pge(SynthCpu *c, uint64_t ip) {
+        if (c->cfg.pkt.hw_psb && !c->pkt.overflow && synth_rng_below(&c->rng, 8) == 0) {
+                int r = emit_one_psb(c, ip);
+                if (r < 0)
+                        return r;
+        }
+        return synth_pkt_pge(&c->pkt, ip);
 }
 
 static int overflow_end(SynthCpu *c) {
@@ -423,12 +445,18 @@ static int trace_off_at(SynthCpu *c, uint64_t ip) {
         return r;
 }
 
+/* The last packets out; the truth ends where they do (TRUTH.md R2). */
 static int stream_end_flush(SynthCpu *c) {
         int r = synth_pkt_flush_tnt(&c->pkt);
 
         if (r < 0)
                 return r;
         synth_pkt_flush(&c->pkt);
+        if (c->keep_truth) {
+                if (c->pkt.n_told != c->truth_told)
+                        synth_truth_commit(&c->truth);
+                synth_truth_cut(&c->truth);
+        }
         return 0;
 }
 
@@ -447,61 +475,13 @@ int synth_cpu_disable(SynthCpu *c) {
         return stream_end_flush(c);
 }
 
-/* The trace stops here. A decoder of it goes on past the last packet for
- * as long as the code needs no trace (direct jumps and calls), so we do
- * the same and log those branches; it must not run into code it cannot
- * decode, so that gets a disable. */
+/* The trace stops here, and so does a decoder of it (TRUTH.md R2): the
+ * last lines are the branches the last packets tell. */
 int synth_cpu_finish(SynthCpu *c) {
-        SynthThread *t = c->cur;
         int r;
 
         r = stream_end_begin(c);
         if (r != 0)
                 return r < 0 ? r : 0;
-        if (packet_en(c)) {
-                SynthWalker *w = walker(t);
-                unsigned i;
-
-                for (i = 0; i < FINISH_STEPS_MAX; i++) {
-                        SynthBlock *b = synth_walker_block(w);
-                        SynthStep s;
-
-                        if (!b || b->kind == SYNTH_END_BAD) {
-                                uint64_t at = w->ip;
-
-                                if (b)
-                                        at += b->insn_off[b->n_insns - 1];
-                                r = trace_off_at(c, at);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
-                        if (b->kind != SYNTH_END_JMP && b->kind != SYNTH_END_CALL &&
-                            b->kind != SYNTH_END_FALL && b->kind != SYNTH_END_MOV_CR3 &&
-                            b->kind != SYNTH_END_PTWRITE && b->kind != SYNTH_END_MWAIT)
-                                break;
-                        r = synth_walker_step(w, &s);
-                        if (r < 0)
-                                return r;
-                        if (s.kind == SYNTH_END_JMP)
-                                r = truth(c, SYNTH_TRUTH_JMP, s.from, s.to);
-                        else if (s.kind == SYNTH_END_CALL)
-                                r = truth(c, SYNTH_TRUTH_CALL, s.from, s.to);
-                        else if (s.kind == SYNTH_END_BAD) {
-                                /* Recursion cap: stop before the call. */
-                                r = trace_off_at(c, s.from);
-                                if (r < 0)
-                                        return r;
-                                break;
-                        }
-                        if (r < 0)
-                                return r;
-                }
-                if (i == FINISH_STEPS_MAX) {
-                        r = trace_off_at(c, w->ip);
-                        if (r < 0)
-                                return r;
-                }
-        }
         return stream_end_flush(c);
 }

@@ -127,6 +127,7 @@ struct SynthCpu {
         SynthRing ring;
         SynthTruth truth;
         bool keep_truth;
+        uint64_t truth_told; /* pkt.n_told at the last branch logged */
         SynthBlockCache cache;
         SynthRng rng;
 

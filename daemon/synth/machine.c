@@ -406,6 +406,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                                 .cpuid_15_eax = SYNTH_CPUID_15_EAX,
                                 .cpuid_15_ebx = SYNTH_CPUID_15_EBX,
                                 .ovf_every = cfg->ovf_every,
+                                .hw_psb = cfg->hw_psb,
                         },
                 .cbr_changes = cfg->cbr_changes,
                 .tsx = cfg->tsx && cfg->trace_user,

@@ -38,6 +38,7 @@ typedef struct SynthConfig {
         uint8_t cyc_thresh;
         uint8_t psb_period;
         uint64_t ovf_every; /* mean bytes between overflows; 0: none */
+        bool hw_psb;        /* the shapes real hardware writes around a PSB (SynthPktConfig) */
         const char *kernel_path;
         char **exes; /* executables processes run; NULL: a built-in list of what exists */
         bool keep_truth;

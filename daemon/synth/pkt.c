@@ -262,6 +262,7 @@ static int emit_ip(SynthPktGen *g, enum pt_packet_type type, uint64_t ip, bool s
         struct pt_packet p;
 
         p.type = type;
+        g->n_told++;
 
         if (suppressed)
                 p.payload.ip.ipc = pt_ipc_suppressed;
@@ -343,10 +344,16 @@ int synth_pkt_pgd(SynthPktGen *g, uint64_t ip) {
 int synth_pkt_pip(SynthPktGen *g, uint64_t cr3) {
         struct pt_packet p = {.type = ppt_pip};
 
+        int r;
+
         if (!g->cfg.os)
                 return 0;
         p.payload.pip.cr3 = cr3;
-        return emit_packet(g, &p);
+        r = emit_packet(g, &p);
+        /* Real traces have PSBs right after a PIP now and then. */
+        if (r >= 0 && g->cfg.hw_psb && synth_rng_below(&g->rng, 4) == 0)
+                g->next_psb = synth_pkt_offset(g);
+        return r;
 }
 
 int synth_pkt_cbr(SynthPktGen *g, uint8_t ratio) {
@@ -468,7 +475,15 @@ int synth_pkt_psb(SynthPktGen *g, const SynthPsbState *st, uint64_t *ret_offset)
                 if (r < 0)
                         return r;
         }
-        if (g->cfg.tsx) {
+        if (g->cfg.hw_psb) {
+                /* VMX root operation: real PSB+ carry the VMCS pointer. */
+                p = (struct pt_packet){.type = ppt_vmcs};
+                p.payload.vmcs.base = SYNTH_VMCS_BASE;
+                r = emit(g, &p);
+                if (r < 0)
+                        return r;
+        }
+        if (g->cfg.tsx || g->cfg.hw_psb) {
                 p = (struct pt_packet){.type = ppt_mode};
                 p.payload.mode.leaf = pt_mol_tsx;
                 p.payload.mode.bits.tsx.intx = st->intx;
@@ -484,6 +499,13 @@ int synth_pkt_psb(SynthPktGen *g, const SynthPsbState *st, uint64_t *ret_offset)
                 r = emit_ip(g, ppt_fup, st->ip, false);
                 if (r < 0)
                         return r;
+        } else if (st->bdm70_ip) {
+                r = emit_ip(g, ppt_fup, st->bdm70_ip, false);
+                if (r < 0)
+                        return r;
+                /* A decoder that skips this FUP (BDM70) has no last IP from
+                 * it: the TIP.PGE after it goes uncompressed. */
+                g->last_ip = 0;
         }
         p = (struct pt_packet){.type = ppt_psbend};
         r = emit(g, &p);
@@ -528,5 +550,9 @@ int synth_pkt_overflow_end(SynthPktGen *g, bool enabled, uint64_t ip) {
         if (r >= 0 && g->cfg.ovf_every)
                 g->next_ovf = synth_pkt_offset(g) + g->cfg.ovf_every / 2 +
                               synth_rng_below(&g->rng, g->cfg.ovf_every);
+        /* The PSB counter ran on during the overflow: on real hardware a
+         * PSB often follows the OVF right away. */
+        if (r >= 0 && g->cfg.hw_psb)
+                g->next_psb = synth_pkt_offset(g);
         return r;
 }

@@ -43,11 +43,16 @@ typedef struct SynthPktConfig {
         uint8_t nom_freq;                    /* MSR_PLATFORM_INFO[15:8]: TSC ratio */
         uint32_t cpuid_15_eax, cpuid_15_ebx; /* TSC / CTC = ebx / eax, an integer here */
         uint64_t ovf_every;                  /* mean bytes between overflows, 0 = never */
+        /* The shapes real hardware writes around a PSB (synth_pkt_psb()):
+         * VMCS and MODE.TSX in every PSB+, a PSB right after an OVF and
+         * now and then right after a PIP. */
+        bool hw_psb;
 } SynthPktConfig;
 
 typedef void (*SynthPktSink)(void *userdata, const uint8_t *p, size_t n);
 
 #define SYNTH_RETSTACK_SIZE 64
+#define SYNTH_VMCS_BASE UINT64_C(0x7f3c1000) /* the VMCS pointer in PSB+ with hw_psb */
 
 typedef struct SynthPktGen {
         SynthPktConfig cfg;
@@ -83,6 +88,7 @@ typedef struct SynthPktGen {
         uint64_t bits; /* random bits, used up a few at a time */
         unsigned n_bits;
         uint64_t n_psb, n_ovf;
+        uint64_t n_told; /* TNT bits and IP packets: what a decoder follows the code by (TRUTH.md R2) */
 
         SynthRng rng;
 } SynthPktGen;
@@ -136,6 +142,7 @@ static inline int synth_pkt_tnt(SynthPktGen *g, bool taken) {
         if (_unlikely_(g->overflow))
                 return 0;
         g->tnt = (g->tnt << 1) | taken;
+        g->n_told++;
         if (++g->n_tnt >= g->tnt_cap)
                 return synth_pkt_tnt_flush_full(g);
         return 0;
@@ -188,7 +195,11 @@ typedef struct SynthPsbState {
         bool enabled; /* FUP with ip */
         uint64_t ip;
         uint64_t cr3; /* PIP when cfg.os */
-        bool intx;    /* MODE.TSX when cfg.tsx */
+        bool intx;    /* MODE.TSX when cfg.tsx (or cfg.hw_psb) */
+        /* Tracing off, and a TIP.PGE to this IP comes next: the PSB+ has a
+         * FUP to it all the same, as with erratum BDM70 (libipt skips that
+         * FUP on the CPUs it knows to have the erratum). 0: none. */
+        uint64_t bdm70_ip;
 } SynthPsbState;
 
 /* True when the PSB byte counter has run out. */

@@ -164,7 +164,26 @@ int synth_truth_event(SynthTruth *t, const SynthEvent *e) {
         return 0;
 }
 
+void synth_truth_commit(SynthTruth *t) {
+        t->end = (SynthTruthEnd){
+                .log_size = t->log.size,
+                .prev_to = t->prev_to,
+                .prev_tid = t->prev_tid,
+                .n_branches = t->n_branches,
+        };
+}
+
+void synth_truth_cut(SynthTruth *t) {
+        t->log.size = t->end.log_size;
+        t->prev_to = t->end.prev_to;
+        t->prev_tid = t->end.prev_tid;
+        t->n_branches = t->end.n_branches;
+}
+
 int synth_truth_mark_psb(SynthTruth *t, uint64_t offset, uint64_t tsc) {
+        /* A PSB+ tells where the code is (FUP), or follows a TIP.PGD: the
+         * branches before it are final. */
+        synth_truth_commit(t);
         if (t->n_marks == t->a_marks) {
                 size_t na = MAX(t->a_marks * 2, (size_t)64);
                 SynthTruthMark *p = realloc(t->marks, na * sizeof *p);
@@ -203,6 +222,7 @@ void synth_truth_trim(SynthTruth *t, uint64_t horizon) {
         if (log_cut > 0) {
                 memmove(t->log.data, t->log.data + log_cut, t->log.size - log_cut);
                 t->log.size -= log_cut;
+                t->end.log_size -= log_cut;
                 t->dropped_bytes += log_cut;
         }
         if (ev_cut > 0) {

@@ -91,11 +91,20 @@ typedef struct SynthTruthMark {
         uint64_t n_branches; /* branches logged before it (for statistics) */
 } SynthTruthMark;
 
+/* Where the branch log ends if the trace ends now (TRUTH.md R2). */
+typedef struct SynthTruthEnd {
+        size_t log_size;
+        uint64_t prev_to;
+        uint32_t prev_tid;
+        uint64_t n_branches;
+} SynthTruthEnd;
+
 typedef struct SynthTruth {
         Buffer log; /* encoded branches */
         uint64_t prev_to;
         uint32_t prev_tid;
         uint64_t n_branches;
+        SynthTruthEnd end;
         SynthEvent *events;
         size_t n_events, a_events;
         SynthTruthMark *marks;
@@ -109,6 +118,14 @@ void synth_truth_done(SynthTruth *t);
 int synth_truth_branch(SynthTruth *t, SynthTruthKind kind, uint64_t from, uint64_t to, uint32_t tid);
 int synth_truth_event(SynthTruth *t, const SynthEvent *e);
 int synth_truth_mark_psb(SynthTruth *t, uint64_t offset, uint64_t tsc);
+
+/* The branches logged so far are ones a decoder reports: the trace has
+ * told something after them (a TNT bit, an IP packet), so a decoder
+ * follows the code past them. */
+void synth_truth_commit(SynthTruth *t);
+/* The trace ends: drop the branches logged after the last commit (direct
+ * jumps and calls no packet after them confirms). */
+void synth_truth_cut(SynthTruth *t);
 
 /* Drop what cannot be in the window any more: everything before the last
  * PSB at an offset below `horizon` (the oldest byte the ring can still

@@ -114,6 +114,12 @@ static inline void tb_taken(TraceBuilder *t, size_t n) {
         free(bits);
 }
 
+/* A small seeded generator for the shapes of hand-built streams. */
+static inline uint64_t tb_rng(uint64_t *s) {
+        *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
+        return *s >> 33;
+}
+
 static inline int loop_write_all(int fd, const void *p, size_t n) {
         const uint8_t *b = p;
         while (n > 0) {
@@ -170,4 +176,44 @@ static inline char *decode_to_string(const DecodeInput *in, const DecodeOptions 
         if (ret_errors)
                 *ret_errors = decoder_error_count(d);
         return text;
+}
+
+/* A raw-mode input: one CPU's trace and one raw image at addr. */
+static inline DecodeInput *raw_input(const uint8_t *trace, size_t size, const char *image, uint64_t addr) {
+        DecodeInput *in;
+
+        ASSERT_OK(decode_input_new("test", &in));
+        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", (void *) trace, size, false));
+        add_raw_image(in, image, addr);
+        return in;
+}
+
+/* --format=branches --fields=cpu,tid,from,to,kind (and time when asked). */
+static inline DecodeOptions branch_options(unsigned jobs, uint64_t segment_size, bool events, bool time) {
+        return (DecodeOptions){
+                .format = DECODE_FORMAT_BRANCHES,
+                .fields = { DECODE_FIELD_CPU, DECODE_FIELD_TID, DECODE_FIELD_FROM, DECODE_FIELD_TO, DECODE_FIELD_KIND,
+                            DECODE_FIELD_TIME },
+                .n_fields = time ? 6 : 5,
+                .events = events,
+                .jobs = jobs,
+                .segment_size = segment_size,
+                .progress = 0,
+        };
+}
+
+/* The instructions the first CPU decoded to (what the summary counts). */
+static inline uint64_t decode_insn_count(const DecodeInput *in, DecodeOptions opts) {
+        _cleanup_(decoder_freep) Decoder *d = NULL;
+        _cleanup_free_ char *text = NULL, *error = NULL;
+        size_t n;
+        FILE *f = open_memstream(&text, &n);
+
+        ASSERT_NOT_NULL(f);
+        opts.format = DECODE_FORMAT_SUMMARY;
+        opts.n_fields = 0;
+        ASSERT_OK(decoder_new(in, &opts, &d, &error));
+        ASSERT_OK(decoder_run(d, f, &error));
+        fclose(f);
+        return d->cpu_stats[0].insns;
 }

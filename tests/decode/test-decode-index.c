@@ -11,8 +11,8 @@ typedef struct Stream {
         size_t size;
 } Stream;
 
-/* garbage | PSB+ on (MODE, FUP) | MTC, CYC, pad | PSB+ off (MODE) | pad |
- * PSB+ on without MODE (no boundary) | pad | PSB+ on | pad */
+/* garbage | PSB+ on (MODE, FUP) | MTC, CYC, pad, TIP.PGD | PSB+ off (MODE) |
+ * pad, TIP.PGE | PSB+ on without MODE (no boundary) | pad | PSB+ on | pad */
 static void build(Stream *s) {
         static const uint8_t garbage[5] = { 0x55, 0x55, 0x55, 0x55, 0x55 };
         struct pt_packet p;
@@ -32,9 +32,11 @@ static void build(Stream *s) {
         tb_packet(&s->tb, &p);
         for (int i = 0; i < 3000; i++)
                 tb_simple(&s->tb, ppt_pad);
+        tb_ip(&s->tb, ppt_tip_pgd, 0);
         s->psb[1] = tb_psb(&s->tb, 2000, true, 0);
         for (int i = 0; i < 3000; i++)
                 tb_simple(&s->tb, ppt_pad);
+        tb_ip(&s->tb, ppt_tip_pge, 0x1000);
         s->psb[2] = tb_psb(&s->tb, 3000, false, 0x1000);
         for (int i = 0; i < 3000; i++)
                 tb_simple(&s->tb, ppt_pad);
@@ -87,6 +89,63 @@ static void test_index(void) {
         ASSERT_EQ(decode_cpu_index_psb_at(ci, s.psb[2] - 1), 1);
         ASSERT_EQ(decode_cpu_index_psb_at(ci, s.size), 3);
         tb_done(&s.tb);
+}
+
+/* Tracing as libipt has it at each PSB, decoding from the first: a PSB+
+ * with FUP while tracing is off (erratum BDM70), and the other PSBs of
+ * that stretch, are no boundary; nor is a PSB+ with FUP right after an OVF
+ * (libipt binds the OVF to no FUP then: tracing is off). Failed before:
+ * every such PSB was a boundary, and its segment started with tracing on. */
+static void test_serial_state(void) {
+        _cleanup_(decode_index_freep) DecodeIndex *idx = NULL;
+        DecodeSegmentPlan plan;
+        DecodeInput *in;
+        struct pt_config cfg;
+        TraceBuilder t;
+        uint64_t psb[8];
+        const DecodeCpuIndex *ci;
+
+        tb_init(&t, 4096);
+        psb[0] = tb_psb(&t, 1000, true, 0x1000);  /* on */
+        tb_ip(&t, ppt_tip_pgd, 0);
+        psb[1] = tb_psb(&t, 2000, true, 0);       /* off: a boundary, but... */
+        psb[2] = tb_psb(&t, 3000, true, 0x1007);  /* ...off, with FUP (BDM70) */
+        tb_ip(&t, ppt_tip_pge, 0x1007);
+        psb[3] = tb_psb(&t, 4000, true, 0x1000);  /* on */
+        tb_simple(&t, ppt_ovf);
+        psb[4] = tb_psb(&t, 5000, true, 0x1000);  /* the OVF resolved with tracing off */
+        tb_ip(&t, ppt_tip_pge, 0x1000);
+        psb[5] = tb_psb(&t, 6000, true, 0x1000);  /* on */
+        tb_simple(&t, ppt_ovf);
+        tb_ip(&t, ppt_fup, 0x1000);
+        psb[6] = tb_psb(&t, 7000, true, 0x1000);  /* on: the OVF bound to the FUP */
+        tb_ip(&t, ppt_tip_pgd, 0);
+        psb[7] = tb_psb(&t, 8000, true, 0);       /* off */
+
+        ASSERT_OK(decode_input_new("test", &in));
+        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t.buf, tb_offset(&t), false));
+        pt_config_init(&cfg);
+        ASSERT_OK(decode_index_new(in, &cfg, NULL, 0, &idx));
+        decode_input_free(in);
+        ci = &idx->cpus[0];
+        ASSERT_EQ(ci->n_psbs, 8);
+        for (size_t i = 0; i < 8; i++) {
+                ASSERT_EQ_U64(ci->psbs[i].offset, psb[i]);
+                ASSERT_EQ(ci->psbs[i].serial_differs, i == 1 || i == 2 || i == 4);
+        }
+        ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, &plan));
+        ASSERT_EQ(plan.n_segments, 5);
+        ASSERT_EQ_U64(plan.segments[0].next, psb[3]);
+        ASSERT_EQ_U64(plan.segments[1].next, psb[5]);
+        decode_segment_plan_done(&plan);
+        /* A window that starts at such a PSB starts at the PSB before them. */
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 3000, 3500, &plan));
+        ASSERT_EQ_U64(plan.segments[0].begin, psb[0]);
+        decode_segment_plan_done(&plan);
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 5000, 5500, &plan));
+        ASSERT_EQ_U64(plan.segments[0].begin, psb[3]);
+        decode_segment_plan_done(&plan);
+        tb_done(&t);
 }
 
 static void test_plan(void) {
@@ -162,4 +221,4 @@ static void test_cpu_mask_and_empty(void) {
         ASSERT_EQ(idx->cpus[0].n_psbs, 0); /* zeros: PAD, no PSB */
 }
 
-RUN_TESTS(TEST(test_index), TEST(test_plan), TEST(test_cpu_mask_and_empty));
+RUN_TESTS(TEST(test_index), TEST(test_serial_state), TEST(test_plan), TEST(test_cpu_mask_and_empty));

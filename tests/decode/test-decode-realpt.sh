@@ -109,4 +109,53 @@ if [ -f "$q/perf.data.intel_pt-4.14" ]; then
         done
 fi
 
+# --- every real trace: the output does not depend on the segments -------
+# Branches with events and times, errors included, for --segment-size 0
+# (one segment per CPU), 4K, the default and 1 (a segment at every PSB
+# that can start one), and --jobs 1, 2, 4: all the same as one segment
+# with one job. The DynamoRIO sets also decode with --strict to their
+# instruction count every time.
+invariant() {
+        name=$1
+        shift
+        "$ptctl" decode "$@" --format=branches --events --fields=time,cpu,tid,from,to,kind --segment-size=0 \
+                --jobs 1 -q >"$tmp/inv.ref" 2>&1 || true
+        for size in 0 4K 256K 1; do
+                for jobs in 1 2 4; do
+                        "$ptctl" decode "$@" --format=branches --events --fields=time,cpu,tid,from,to,kind \
+                                --segment-size=$size --jobs $jobs -q >"$tmp/inv.out" 2>&1 || true
+                        cmp -s "$tmp/inv.ref" "$tmp/inv.out" ||
+                                { diff -u "$tmp/inv.ref" "$tmp/inv.out" | head -20; fail "$name: --segment-size=$size --jobs $jobs differs from one segment"; }
+                done
+        done
+}
+strict_count() {
+        name=$1
+        count=$2
+        shift 2
+        for size in 4K 256K 1; do
+                for jobs in 1 2 4; do
+                        "$ptctl" decode "$@" --format=summary --strict --segment-size=$size --jobs $jobs >"$tmp/sc" 2>&1 ||
+                                { cat "$tmp/sc"; fail "$name: --strict failed (--segment-size=$size --jobs $jobs)"; }
+                        grep -q "^total: 1 CPU, $count instructions, .* 0 errors\$" "$tmp/sc" ||
+                                { cat "$tmp/sc"; fail "$name: not $count instructions (--segment-size=$size --jobs $jobs)"; }
+                done
+        done
+}
+# shellcheck disable=SC2086
+invariant "raw set" --pt "$raw/pt.bin" --image "$raw/hello" --sideband "$raw/primary.sideband.pevent" \
+        --sideband "$raw/secondary.sideband.pevent" $params
+# shellcheck disable=SC2086
+strict_count "raw set" 8 --pt "$raw/pt.bin" --image "$raw/hello" --sideband "$raw/primary.sideband.pevent" \
+        --sideband "$raw/secondary.sideband.pevent" $params
+# shellcheck disable=SC2086
+invariant "tracedir set" --pt "$td/pt.bin" --image "$td/hello" --sideband "$td/sideband.pevent" $params
+# shellcheck disable=SC2086
+strict_count "tracedir set" 59234 --pt "$td/pt.bin" --image "$td/hello" --sideband "$td/sideband.pevent" $params
+if [ -f "$q/perf.data.intel_pt-4.14" ]; then
+        for f in perf.data.intel_pt-4.14 perf.data.piped.intel_pt-4.14; do
+                invariant "$f" "$q/$f"
+        done
+fi
+
 echo "OK"

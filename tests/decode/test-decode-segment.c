@@ -33,11 +33,6 @@ typedef struct Expected {
         unsigned psbs;
 } Expected;
 
-static uint64_t rng(uint64_t *s) {
-        *s = *s * 6364136223846793005ULL + 1442695040888963407ULL;
-        return *s >> 33;
-}
-
 static void line(Expected *e, const char *s, bool event) {
         if (!event)
                 ASSERT_OK(buf_puts(&e->branches, s));
@@ -63,7 +58,7 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
         tb_init(t, 1 << 20);
         psb(t, e, &tsc, true, true);
         for (unsigned r = 0; r < rounds; r++) {
-                unsigned loops = 1 + (unsigned) (rng(&seed) % 300);
+                unsigned loops = 1 + (unsigned) (tb_rng(&seed) % 300);
 
                 if (r > 0) {
                         tb_ip(t, ppt_tip_pge, 0x1007);
@@ -79,7 +74,7 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
                                 line(e, "0 -1 0x1003 0x1000 jcc\n", false);
                         e->insns += 2 * k;
                         i += k;
-                        if (rng(&seed) % 4 == 0)
+                        if (tb_rng(&seed) % 4 == 0)
                                 psb(t, e, &tsc, true, true); /* hardware: MODE.Exec with FUP */
                 }
                 /* Fall through to the syscall: tracing stops there. */
@@ -87,46 +82,23 @@ static size_t build(TraceBuilder *t, Expected *e, uint64_t seed, unsigned rounds
                 tb_ip(t, ppt_tip_pgd, 0);
                 line(e, "0 -1 0x1005 0x0 tr_end\n", false);
                 e->insns += 3;
-                if (rng(&seed) % 2 == 0)
-                        psb(t, e, &tsc, false, rng(&seed) % 8 != 0);
+                if (tb_rng(&seed) % 2 == 0)
+                        psb(t, e, &tsc, false, tb_rng(&seed) % 8 != 0);
         }
         return tb_offset(t);
 }
 
 static char *decode(const uint8_t *trace, size_t size, const char *image, uint64_t segment_size, unsigned jobs,
                     bool events, uint64_t *ret_insns) {
-        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
-        DecodeOptions opts = {
-                .format = DECODE_FORMAT_BRANCHES,
-                .fields = { DECODE_FIELD_CPU, DECODE_FIELD_TID, DECODE_FIELD_FROM, DECODE_FIELD_TO, DECODE_FIELD_KIND },
-                .n_fields = 5,
-                .events = events,
-                .jobs = jobs,
-                .segment_size = segment_size,
-                .progress = 0,
-        };
+        _cleanup_(decode_input_freep) DecodeInput *in = raw_input(trace, size, image, 0x1000);
+        DecodeOptions opts = branch_options(jobs, segment_size, events, false);
         uint64_t errors = 0;
         char *out;
 
-        ASSERT_OK(decode_input_new("test", &in));
-        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", (void *) trace, size, false));
-        add_raw_image(in, image, 0x1000);
         out = decode_to_string(in, &opts, &errors);
         ASSERT_EQ(errors, 0);
-        if (ret_insns) {
-                /* The summary format counts instructions. */
-                _cleanup_(decoder_freep) Decoder *d = NULL;
-                _cleanup_free_ char *text = NULL, *error = NULL;
-                size_t n;
-                FILE *f = open_memstream(&text, &n);
-
-                opts.format = DECODE_FORMAT_SUMMARY;
-                opts.n_fields = 0;
-                ASSERT_OK(decoder_new(in, &opts, &d, &error));
-                ASSERT_OK(decoder_run(d, f, &error));
-                fclose(f);
-                *ret_insns = d->cpu_stats[0].insns;
-        }
+        if (ret_insns)
+                *ret_insns = decode_insn_count(in, opts);
         return out;
 }
 

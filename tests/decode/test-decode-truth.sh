@@ -49,6 +49,8 @@ configs=(
         "user-wide|--cpus 4 --procs 8 --ring-size 262144"
         "kernel-poke|--kernel --text-poke --cpus 2"
         "kernel-only-poke|--kernel-only --text-poke --timing tsc,mtc,cyc"
+        "user-hw-psb|--hw-psb --ovf-every 20000 --timing tsc,mtc,cyc --cpus 2"
+        "kernel-hw-psb|--kernel --hw-psb --ovf-every 20000 --psb-period 0"
 )
 
 for seed in $seeds; do
@@ -56,23 +58,29 @@ for seed in $seeds; do
                 IFS='|' read -r name opts <<<"$c"
                 id="$name seed $seed"
                 cases=$((cases + 1))
-                # Text pokes are new to the synthesizer: libipt checks its truth too.
+                # Text pokes and real hardware's PSB shapes are new to the
+                # synthesizer: libipt checks its truth too.
                 check=
-                [[ $opts == *--text-poke* ]] && check=--check
+                [[ $opts == *--text-poke* || $opts == *--hw-psb* ]] && check=--check
                 # shellcheck disable=SC2086
                 if ! "$ptsynth" --seed "$seed" $opts $check -o "$tmp/b.tar" --truth "$tmp/truth" \
                         --events "$tmp/events" >/dev/null 2>"$tmp/synth.err"; then
                         fail "$id: ptsynth failed: $(tail -1 "$tmp/synth.err")"
                         continue
                 fi
-                for run in "j1:--jobs 1" "j8:--jobs 8" "seg:--jobs 8 --segment-size 4K"; do
+                runs=("j1:--jobs 1" "j8:--jobs 8" "seg:--jobs 8 --segment-size 4K")
+                # A segment at every PSB that can start one.
+                [[ $opts == *--hw-psb* ]] && runs+=("seg1:--jobs 2 --segment-size 1")
+                for run in "${runs[@]}"; do
                         # shellcheck disable=SC2086
                         "$ptctl" decode "$tmp/b.tar" --format=branches --fields=cpu,tid,from,to,kind --events -q \
                                 ${run#*:} >"$tmp/out.${run%%:*}" 2>"$tmp/err" || fail "$id: ptctl decode ${run#*:} failed"
                 done
                 cmp -s "$tmp/out.j1" "$tmp/out.j8" || fail "$id: --jobs 1 and --jobs 8 differ"
 
-                for out in j1 seg; do
+                outs=(j1 seg)
+                [[ $opts == *--hw-psb* ]] && outs+=(seg1)
+                for out in "${outs[@]}"; do
                         awk '$3 ~ /^0x/' "$tmp/out.$out" >"$tmp/branches"
                         awk '$3 !~ /^0x/' "$tmp/out.$out" >"$tmp/ev"
                         if ! cmp -s "$tmp/truth" "$tmp/branches"; then

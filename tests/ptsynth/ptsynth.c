@@ -60,6 +60,9 @@ static void help(void) {
                "  --pwr-evt             power events: MWAIT, PWRE, PWRX, EXSTOP\n"
                "  --tsx                 transactional regions (MODE.TSX)\n"
                "  --cbr-changes         core frequency changes (CBR)\n"
+               "  --hw-psb              PSBs as real hardware writes them: VMCS and MODE.TSX in\n"
+               "                        every PSB+, PSBs back to back, right after OVF and PIP, and\n"
+               "                        a PSB+ with FUP before TIP.PGE (erratum BDM70)\n"
                "  --text-poke           patch a kernel static key twice (TEXT_POKE records)\n"
                "  --exe PATH            an executable processes run (repeatable)\n"
                "  --kernel-image PATH   the kernel-like ELF image (default: the one built in)\n"
@@ -126,6 +129,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 ARG_PWR,
                 ARG_TSX,
                 ARG_CBR,
+                ARG_HW_PSB,
                 ARG_POKE,
                 ARG_EXE,
                 ARG_KIMAGE,
@@ -157,6 +161,7 @@ static int parse_args(int argc, char **argv, Args *a) {
                 {"pwr-evt", no_argument, NULL, ARG_PWR},
                 {"tsx", no_argument, NULL, ARG_TSX},
                 {"cbr-changes", no_argument, NULL, ARG_CBR},
+                {"hw-psb", no_argument, NULL, ARG_HW_PSB},
                 {"text-poke", no_argument, NULL, ARG_POKE},
                 {"exe", required_argument, NULL, ARG_EXE},
                 {"kernel-image", required_argument, NULL, ARG_KIMAGE},
@@ -255,6 +260,9 @@ static int parse_args(int argc, char **argv, Args *a) {
                         break;
                 case ARG_CBR:
                         cfg->cbr_changes = true;
+                        break;
+                case ARG_HW_PSB:
+                        cfg->hw_psb = true;
                         break;
                 case ARG_POKE:
                         cfg->text_poke = true;

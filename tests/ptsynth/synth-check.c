@@ -558,8 +558,16 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
                         if (r < 0)
                                 goto finish;
                 }
-                /* Past the end of the packets a decoder still follows the
-                 * code as long as it needs no trace (TRUTH.md); so do we. */
+                /* Where the packets end, the decode ends (TRUTH.md R2), as
+                 * in ptxed: the next instruction only says where the last
+                 * branch went. */
+                if (status & pts_eos) {
+                        memset(&insn, 0, sizeof insn);
+                        (void)pt_insn_next(d.dec, &insn, sizeof insn);
+                        if (insn.ip)
+                                r = resolve(&d, insn.ip);
+                        break;
+                }
                 memset(&insn, 0, sizeof insn);
                 status = pt_insn_next(d.dec, &insn, sizeof insn);
                 if (status < 0) {

@@ -80,6 +80,47 @@ static void test_window_trim(void) {
         synth_truth_done(&t);
 }
 
+/* Where the trace ends, the branches logged after the last commit go
+ * (TRUTH.md R2), across a trim too. */
+static void test_cut_at_end(void) {
+        SynthTruth t;
+        const SynthTruthMark *m;
+        SynthTruthIter it;
+        SynthBranch b;
+
+        synth_truth_init(&t);
+        for (uint64_t off = 0; off < 40000; off += 1000) {
+                if (off % 4000 == 0) {
+                        ASSERT_OK(synth_truth_mark_psb(&t, off, off));
+                        synth_truth_trim(&t, off > 10000 ? off - 10000 : 0);
+                }
+                ASSERT_OK(synth_truth_branch(&t, SYNTH_TRUTH_JCC, off, off + 1, 7));
+                synth_truth_commit(&t);
+        }
+        /* Direct jumps after the last packet, then the end. */
+        ASSERT_OK(synth_truth_branch(&t, SYNTH_TRUTH_JMP, 50000, 50010, 8));
+        ASSERT_OK(synth_truth_branch(&t, SYNTH_TRUTH_CALL, 50010, 50020, 8));
+        synth_truth_cut(&t);
+        ASSERT_OK(synth_truth_window(&t, 30000, &m));
+        synth_truth_iter_init(&it, &t, m);
+        for (uint64_t off = 32000; off < 40000; off += 1000) {
+                ASSERT_EQ(synth_truth_iter_next(&it, &b), 1);
+                ASSERT_EQ_U64(b.from, off);
+                ASSERT_EQ(b.tid, 7);
+        }
+        ASSERT_EQ(synth_truth_iter_next(&it, &b), 0);
+        /* The log goes on from the cut with the right delta state. */
+        ASSERT_OK(synth_truth_branch(&t, SYNTH_TRUTH_RET, 60000, 60001, 9));
+        synth_truth_iter_init(&it, &t, m);
+        for (uint64_t off = 32000; off < 40000; off += 1000)
+                ASSERT_EQ(synth_truth_iter_next(&it, &b), 1);
+        ASSERT_EQ(synth_truth_iter_next(&it, &b), 1);
+        ASSERT_EQ_U64(b.from, 60000);
+        ASSERT_EQ_U64(b.to, 60001);
+        ASSERT_EQ(b.tid, 9);
+        synth_truth_done(&t);
+}
+
 static void test_payloads(void) {
         char buf[128];
 
@@ -111,4 +152,5 @@ static void test_payloads(void) {
                      ENOBUFS);
 }
 
-RUN_TESTS(TEST(test_kind_names), TEST(test_roundtrip), TEST(test_window_trim), TEST(test_payloads));
+RUN_TESTS(TEST(test_kind_names), TEST(test_roundtrip), TEST(test_window_trim), TEST(test_cut_at_end),
+          TEST(test_payloads));

@@ -53,5 +53,12 @@ copy=$((cpus * buffer_mib * 1024))
 echo "RSS at rest $((rest / 1024)) MiB, peak $((peak / 1024)) MiB, MemoryMax=${memmax_mib}M" \
      "(rings and one copy: $((2 * copy / 1024)) MiB); $n snapshots in 1 s: $written written, $refused refused Busy"
 [ "$written" -ge 1 ] || fail "no snapshot was written"
-[ "$peak" -lt $((rest + copy)) ] || fail "RSS grew by a copy of the rings or more: MemoryMax= not held"
+# AddressSanitizer's allocator keeps freed memory (its quarantine) and does
+# not hand it back at once, so RSS under ASan says nothing about what the
+# daemon holds: there the Busy refusals above are the check.
+if ldd "$ptraced" 2>/dev/null | grep -q libasan; then
+    echo "RSS bound not checked: AddressSanitizer build (freed copies stay in its quarantine)"
+else
+    [ "$peak" -lt $((rest + copy)) ] || fail "RSS grew by a copy of the rings or more: MemoryMax= not held"
+fi
 stop_daemon

@@ -166,4 +166,7 @@ static inline void *mfree(void *p) {
 #define ADD_OVERFLOW(a, b, res) __builtin_add_overflow(a, b, res)
 #define MUL_OVERFLOW(a, b, res) __builtin_mul_overflow(a, b, res)
 
-#define FOREACH_ARRAY(i, array, n) for (__typeof__(&(array)[0]) i = (array); i < (array) + (n); i++)
+/* An empty array may be NULL: NULL + 0 is undefined in C, so the end is
+ * computed only for a real array. */
+#define FOREACH_ARRAY(i, array, n)                                                                           \
+        for (__typeof__(&(array)[0]) i = (array), i##_end_ = i ? i + (n) : i; i < i##_end_; i++)

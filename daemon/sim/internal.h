@@ -50,18 +50,18 @@ typedef struct SimEvent {
         uint64_t aux_write; /* offset of the next byte within the buffer */
         uint64_t total;     /* bytes ever produced */
 
-        /* Production: `lock` serialises the producer's ring writes with
-         * ENABLE/DISABLE, so a DISABLE returns only after the last chunk is
-         * complete. */
+        /* Production (producer.c): generated lazily, at DISABLE, under
+         * `lock`. */
         pthread_mutex_t lock;
-        pthread_cond_t cond;
-        pthread_t thread;
-        bool thread_started;
         bool enabled;
         bool started; /* next chunk must begin with PSB+ */
         bool itrace_logged;
-        bool quit;
         int produce_error;
+        uint64_t gen_tsc; /* the trace is generated up to this TSC */
+        double due;       /* bytes earned at the rate, not yet produced */
+        double density;   /* bytes per TSC tick the source gave lately */
+        uint64_t skipped; /* bytes counted in `total` but never generated (overflow) */
+        uint8_t *scratch; /* what produce() writes into */
 
         /* keep_truth: the last `aux_size` bytes produced, linear, and the
          * snapshot of them taken at the last DISABLE. Taking it is a copy of
@@ -93,9 +93,14 @@ void sim_ring_write(SimEvent *e, const void *rec, size_t size);
 void sim_log_record_itrace_start(SimEvent *e);
 void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t flags);
 
-/* producer.c */
+/* producer.c. With e->lock held: sim_producer_start() at ENABLE;
+ * sim_producer_catch_up() generates the trace up to now, before anything
+ * can observe the ring (DISABLE, a CPU going offline, the statistics). */
 void sim_take_truth(SimEvent *e);
-void *sim_producer(void *userdata);
+void sim_producer_start(SimEvent *e);
+void sim_producer_catch_up(SimEvent *e);
+/* The IPI that carries ENABLE/DISABLE to the event's CPU: the caller waits. */
+void sim_ipi_wait(PmuSim *s);
 
 /* validate.c */
 int sim_validate_pt_attr(PmuSim *s, const struct perf_event_attr *a, pid_t pid, int cpu);

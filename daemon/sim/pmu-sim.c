@@ -24,19 +24,16 @@ static const PmuCpuIdentity pmu_sim_cpu = {
         .tsc_hz = PMU_SIM_TSC_HZ,
 };
 
-/* ---- time ---- */
-
-uint64_t pmu_sim_tsc_now(void) {
-        /* 2 TSC ticks per ns at 2.0 GHz. */
-        return now_nsec(CLOCK_MONOTONIC) * (PMU_SIM_TSC_HZ / NSEC_PER_SEC);
-}
-
-void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *ret_zero) {
-        /* time = tsc * 2^30 >> 31 = tsc / 2, exactly. */
-        *ret_shift = 31;
-        *ret_mult = 1U << 30;
-        *ret_zero = 0;
-}
+/* Broadwell-EP (INTEL_BROADWELL_X): single-entry ToPA only. */
+static const PmuCpuIdentity pmu_sim_cpu_broadwell = {
+        .vendor = "GenuineIntel",
+        .family = 6,
+        .model = 79,
+        .stepping = 1,
+        .cpuid_15_eax = PMU_SIM_CPUID15_EAX,
+        .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,
+        .tsc_hz = PMU_SIM_TSC_HZ,
+};
 
 /* ---- sysfs ---- */
 
@@ -81,16 +78,14 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                         return -ENODEV;
                 kind = SIM_EVENT_SIDEBAND;
         } else {
-                /* Tracking events on real CPUs go to the kernel, on the same
-                 * clock as the emulated TSC. */
-                struct perf_event_attr a = *attr;
+                /* Tracking events on real CPUs go to the kernel as they are:
+                 * on the perf clock, which the emulated TSC follows
+                 * (clock.c). */
                 int fd;
 
                 if (cpu >= 0 && (unsigned) cpu < s->opts.n_cpus && !s->online[cpu])
                         return -ENODEV;
-                a.use_clockid = 1;
-                a.clockid = CLOCK_MONOTONIC;
-                fd = sys_perf_event_open(&a, pid, cpu, group_fd, flags | PERF_FLAG_FD_CLOEXEC);
+                fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags | PERF_FLAG_FD_CLOEXEC);
                 return fd < 0 ? negative_errno() : fd;
         }
 
@@ -125,15 +120,7 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 .ring_memfd = -EBADF,
                 .aux_memfd = -EBADF,
         };
-        /* Adaptive: a DISABLE that finds the producer mid-piece spins for
-         * the few hundred nanoseconds the piece takes instead of sleeping
-         * and waiting to be scheduled again on a busy machine. */
-        pthread_mutexattr_t ma;
-        pthread_mutexattr_init(&ma);
-        (void) pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-        pthread_mutex_init(&e->lock, &ma);
-        pthread_mutexattr_destroy(&ma);
-        pthread_cond_init(&e->cond, NULL);
+        pthread_mutex_init(&e->lock, NULL);
         e->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (e->fd < 0) {
                 r = negative_errno();
@@ -228,6 +215,16 @@ static int sim_mmap(PmuBackend *b, int fd, size_t length, int prot, off_t offset
                 return -EOPNOTSUPP; /* full-trace mode is not emulated */
         if (e->aux)
                 return -EBUSY;
+        /* Without ToPA multiple entries (Broadwell) pt_init() sets
+         * PERF_PMU_CAP_AUX_NO_SG, and rb_alloc_aux() (kernel/events/
+         * ring_buffer.c) then wants an overwrite-mode AUX area as one
+         * contiguous allocation: its first chunk must have the order of the
+         * whole buffer, and rb_alloc_aux_page() never allocates above
+         * MAX_PAGE_ORDER (4 MiB with 4 KiB pages), so anything larger fails
+         * the mmap with ENOMEM. (A 4 MiB chunk may also fail when memory is
+         * fragmented; the emulation always finds one.) */
+        if (s->opts.cpu_model == PMU_SIM_CPU_BROADWELL && length > PMU_SIM_NO_SG_AUX_MAX)
+                return -ENOMEM;
         r = map_memfd("ptraced-sim-aux", length, &e->aux_memfd, &e->aux);
         if (r < 0)
                 return r;
@@ -243,10 +240,6 @@ static int sim_mmap(PmuBackend *b, int fd, size_t length, int prot, off_t offset
                 return negative_errno();
         e->user_aux = p;
         *ret = p;
-
-        if (pthread_create(&e->thread, NULL, sim_producer, e) != 0)
-                return -EAGAIN;
-        e->thread_started = true;
         return 0;
 }
 
@@ -270,16 +263,19 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
 }
 
 static int sim_enable(SimEvent *e, bool on) {
+        if (e->kind == SIM_EVENT_PT)
+                sim_ipi_wait(e->sim);
         pthread_mutex_lock(&e->lock);
         if (on && !e->enabled) {
                 e->enabled = true;
                 e->started = true;
+                sim_producer_start(e);
                 if (e->kind == SIM_EVENT_PT && e->meta && !e->itrace_logged) {
                         sim_log_record_itrace_start(e);
                         e->itrace_logged = true;
                 }
-                pthread_cond_broadcast(&e->cond);
         } else if (!on && e->enabled) {
+                sim_producer_catch_up(e);
                 e->enabled = false;
                 if (e->kind == SIM_EVENT_PT && e->aux) {
                         /* Snapshot mode: aux_head is the offset within the
@@ -337,12 +333,6 @@ static int sim_ioctl(PmuBackend *b, int fd, unsigned long request, unsigned long
 }
 
 static void sim_event_free(SimEvent *e) {
-        pthread_mutex_lock(&e->lock);
-        e->quit = true;
-        pthread_cond_broadcast(&e->cond);
-        pthread_mutex_unlock(&e->lock);
-        if (e->thread_started)
-                pthread_join(e->thread, NULL);
         if (e->ring)
                 munmap(e->ring, e->ring_size);
         if (e->aux)
@@ -352,8 +342,8 @@ static void sim_event_free(SimEvent *e) {
         safe_close(e->fd);
         free(e->history);
         free(e->truth);
+        free(e->scratch);
         pthread_mutex_destroy(&e->lock);
-        pthread_cond_destroy(&e->cond);
         free(e);
 }
 
@@ -411,7 +401,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         int r;
 
         if (!opts->source || !opts->source->produce || opts->n_cpus == 0 || opts->n_cpus > 4096 ||
-            opts->bytes_per_sec == 0)
+            opts->bytes_per_sec == 0 || opts->cpu_model >= _PMU_SIM_CPU_MAX)
                 return -EINVAL;
 
         s = calloc(1, sizeof(*s));
@@ -420,7 +410,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         s->backend.ops = &sim_ops;
         s->backend.name = "sim";
         s->backend.simulated = true;
-        s->backend.emulated_cpu = &pmu_sim_cpu;
+        s->backend.emulated_cpu = opts->cpu_model == PMU_SIM_CPU_BROADWELL ? &pmu_sim_cpu_broadwell : &pmu_sim_cpu;
         s->opts = *opts;
         pthread_mutex_init(&s->lock, NULL);
         s->online = calloc(opts->n_cpus, sizeof(bool));
@@ -441,6 +431,8 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
 
         s->opts.source->backend = &s->backend;
         r = pmu_sim_sysfs_new(&s->backend.sysfs_root);
+        if (r >= 0 && opts->cpu_model == PMU_SIM_CPU_BROADWELL)
+                r = pmu_sim_sysfs_write_cap(s->backend.sysfs_root, "topa_multiple_entries", "0");
         if (r >= 0)
                 r = sim_write_online(s);
         if (r < 0) {
@@ -459,16 +451,17 @@ int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online) {
         if (b->ops != &sim_ops || cpu >= s->opts.n_cpus)
                 return -EINVAL;
         pthread_mutex_lock(&s->lock);
-        s->online[cpu] = online;
-        r = sim_write_online(s);
         /* Events of an offline CPU stop producing (the kernel also stops
-         * them; the recorder sees the CPU gone from sysfs and closes). */
+         * them; the recorder sees the CPU gone from sysfs and closes): what
+         * they traced until now is written first. */
         for (size_t i = 0; i < s->n_events; i++)
                 if (s->events[i]->cpu == cpu) {
                         pthread_mutex_lock(&s->events[i]->lock);
-                        pthread_cond_broadcast(&s->events[i]->cond);
+                        sim_producer_catch_up(s->events[i]);
                         pthread_mutex_unlock(&s->events[i]->lock);
                 }
+        s->online[cpu] = online;
+        r = sim_write_online(s);
         pthread_mutex_unlock(&s->lock);
         return r;
 }
@@ -511,6 +504,7 @@ uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu) {
         e = sim_pt_event(s, cpu);
         if (e) {
                 pthread_mutex_lock(&e->lock);
+                sim_producer_catch_up(e);
                 t = e->total;
                 pthread_mutex_unlock(&e->lock);
         }

@@ -18,6 +18,8 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool
                 memcpy(buf, sim_test_psb, SIM_TEST_PKT);
                 n = SIM_TEST_PKT;
                 t->starts[cpu]++;
+                t->start_until[cpu] = until_tsc;
+                t->since_start[cpu] = 0;
         }
         while (n + SIM_TEST_PKT <= max) {
                 uint64_t v = ++t->seq[cpu];
@@ -25,6 +27,10 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool
                         buf[n + i] = (uint8_t) (1 + (v * 7 + i + cpu * 31) % 251);
                 n += SIM_TEST_PKT;
         }
+        if (start)
+                t->start_bytes[cpu] = n;
+        t->last_until[cpu] = until_tsc;
+        t->since_start[cpu] += n;
         return (ssize_t) n;
 }
 

@@ -15,6 +15,10 @@ typedef struct SimTestSource {
         SimTraceSource base;
         uint64_t seq[4096];
         unsigned starts[4096];
+        /* The until_tsc of the last start and of the newest call, and the
+         * bytes produced since that start (start_bytes by the start's own
+         * call): the trace's time density. */
+        uint64_t start_until[4096], last_until[4096], since_start[4096], start_bytes[4096];
         char *last_filter;
 } SimTestSource;
 

@@ -327,12 +327,16 @@ struct SimSource {
         SimCpu *cpus;
 };
 
+/* Perf time and the emulated TSC, through the conversion the emulated
+ * PMU publishes (pmu-sim.h): TSC 0 is long before perf time 0, so perf
+ * time 0 ("since forever") is a TSC above 0, and a TSC before it is perf
+ * time 0. */
 static inline uint64_t ns_to_tsc(uint64_t ns) {
-        return ns * TICKS_PER_NS;
+        return pmu_sim_perf_time_to_tsc(ns);
 }
 
 static inline uint64_t tsc_to_ns(uint64_t tsc) {
-        return tsc / TICKS_PER_NS;
+        return tsc < pmu_sim_perf_time_to_tsc(0) ? 0 : pmu_sim_tsc_to_perf_time(tsc);
 }
 
 /* Time since `then`; 0 when another thread stored a later clock reading. */

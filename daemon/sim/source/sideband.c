@@ -44,7 +44,8 @@ static int pending_cmp(const void *a, const void *b) {
  * round that should have had it, would still come out of order; a time
  * hold-back waits for it.) Lock held. */
 void sim_hub_drain(SimSource *s, uint64_t now_ns) {
-        uint64_t release = ns_to_tsc(now_ns > HOLDBACK_NS ? now_ns - HOLDBACK_NS : 0);
+        uint64_t perf_now = pmu_sim_perf_clock_now();
+        uint64_t release = ns_to_tsc(perf_now > HOLDBACK_NS ? perf_now - HOLDBACK_NS : 0);
         size_t done = 0;
 
         s->drained_ns = now_ns;
@@ -102,7 +103,7 @@ void sim_hub_drain(SimSource *s, uint64_t now_ns) {
                 }
                 perf_ring_end(&tr->ring);
                 if (tr->ring.corrupt_bytes != corrupt)
-                        (void)sim_rescan(s, ns_to_tsc(now_ns));
+                        (void)sim_rescan(s, ns_to_tsc(perf_now));
         }
 
         if (s->n_pending == 0)
@@ -146,10 +147,9 @@ int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret) {
         SimTracker t = {.cpu = cpu, .fd = -EBADF};
         int r;
 
-        /* What the recorder asks for, on the clock of the emulated TSC. */
+        /* What the recorder asks for: on the perf clock, which the
+         * emulated TSC follows. */
         perf_attr_tracking(f, 0, &a);
-        a.use_clockid = 1;
-        a.clockid = CLOCK_MONOTONIC;
         t.fd = sys_perf_event_open(&a, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (t.fd < 0)
                 return negative_errno();

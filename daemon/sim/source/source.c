@@ -3,7 +3,7 @@
 /*
  * The trace source of `ptraced --source=sim`: Intel PT for every emulated
  * CPU, synthesized by the CPU layer of the trace synthesizer (daemon/synth/cpu.h)
- * on the producer threads of the emulated PMU (daemon/sim/pmu-sim.c), one
+ * when the emulated PMU generates a CPU's trace (daemon/sim/producer.c), one
  * SynthCpu per emulated CPU.
  *
  * What is traced: user space only. These machines have no /proc/kcore,
@@ -18,8 +18,8 @@
  *
  * CPUs this machine has: the real processes' real code.
  *  - What runs: our own dummy tracking events on those CPUs (what the
- *    recorder asks for, on CLOCK_MONOTONIC through use_clockid, the clock
- *    of the emulated TSC). Whoever calls produce() drains every ring (at
+ *    recorder asks for, on the perf clock, which the emulated TSC follows:
+ *    daemon/sim/clock.c). Whoever calls produce() drains every ring (at
  *    most every 50 µs): each CPU gets its SWITCH_CPU_WIDE records as a time
  *    line, each record's time a boundary between two runs.
  *  - Address spaces: the process model of common/model/, the one the

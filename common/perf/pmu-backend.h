@@ -47,6 +47,9 @@ typedef struct PmuBackendOps {
         int (*ioctl)(PmuBackend *b, int fd, unsigned long request, unsigned long arg);
         int (*close)(PmuBackend *b, int fd);
         void (*free)(PmuBackend *b);
+        /* rdtsc on the machine the backend stands for: the CPU's own for
+         * the kernel, the emulated TSC for the emulated PMU. */
+        uint64_t (*read_tsc)(PmuBackend *b);
 } PmuBackendOps;
 
 struct PmuBackend {
@@ -79,6 +82,10 @@ static inline int pmu_backend_ioctl(PmuBackend *b, int fd, unsigned long request
 }
 static inline int pmu_backend_close(PmuBackend *b, int fd) {
         return b->ops->close(b, fd);
+}
+
+static inline uint64_t pmu_backend_read_tsc(PmuBackend *b) {
+        return b->ops->read_tsc(b);
 }
 
 /* Online CPUs from <sysfs_root>/devices/system/cpu/online. */

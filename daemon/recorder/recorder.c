@@ -7,7 +7,6 @@
  */
 
 #include <sys/eventfd.h>
-#include <x86intrin.h>
 
 #include "common/perf/sys.h"
 #include "daemon/recorder/internal.h"
@@ -348,12 +347,10 @@ int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret) {
 uint64_t recorder_mono_to_perf_time(Recorder *r, nsec_t mono) {
         PerfTscConversion c;
 
-        /* The emulated PMU defines perf time as CLOCK_MONOTONIC. On real
-         * hardware, TSC through the kernel's conversion: now in perf time,
-         * less the time since mono. */
-        if (r->opts.backend->simulated)
-                return mono;
+        /* rdtsc through the kernel's conversion: now in perf time, less the
+         * time since mono. On the emulated PMU rdtsc is the emulated TSC,
+         * which follows the kernel's perf clock as the real one does. */
         if (recorder_tsc_conversion(r, &c) < 0 || !c.cap_user_time_zero)
                 return 0;
-        return perf_tsc_to_time(&c, __rdtsc()) - (now_nsec(CLOCK_MONOTONIC) - mono);
+        return perf_tsc_to_time(&c, pmu_backend_read_tsc(r->opts.backend)) - (now_nsec(CLOCK_MONOTONIC) - mono);
 }

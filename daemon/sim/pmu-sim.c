@@ -384,6 +384,10 @@ static void sim_free(PmuBackend *b) {
         free(s);
 }
 
+static uint64_t sim_read_tsc(PmuBackend *b) {
+        return pmu_sim_tsc_now();
+}
+
 static const PmuBackendOps sim_ops = {
         .event_open = sim_event_open,
         .mmap = sim_mmap,
@@ -391,6 +395,7 @@ static const PmuBackendOps sim_ops = {
         .ioctl = sim_ioctl,
         .close = sim_close,
         .free = sim_free,
+        .read_tsc = sim_read_tsc,
 };
 
 int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {

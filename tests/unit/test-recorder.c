@@ -225,6 +225,30 @@ static void test_rates_and_resize(void) {
         fixture_done(&f);
 }
 
+/* The trigger's time goes through rdtsc and the kernel's conversion, as on
+ * hardware (recorder_mono_to_perf_time()); on the emulated PMU rdtsc is the
+ * emulated TSC, and the result is the kernel's perf clock, not
+ * CLOCK_MONOTONIC. */
+static void test_trigger_time(void) {
+        Fixture f;
+
+        fixture_init(&f, 2, 4 << 20, 64 * 1024);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 2);
+        uint64_t p0 = pmu_sim_perf_clock_now();
+        nsec_t mono = now_nsec(CLOCK_MONOTONIC);
+        uint64_t t = recorder_mono_to_perf_time(f.rec, mono);
+        uint64_t p1 = pmu_sim_perf_clock_now();
+        int64_t offset;
+        uint64_t unc;
+
+        printf("trigger at perf time %" PRIu64 ": %+" PRId64 " ns from the perf clock before, %+" PRId64 " after\n", t,
+               (int64_t) (t - p0), (int64_t) (t - p1));
+        if (pmu_sim_perf_clock_calibration(&offset, &unc) >= 0)
+                ASSERT_TRUE(offset != 0); /* the two clocks differ: the test tells them apart */
+        ASSERT_TRUE(t + 2 * NSEC_PER_USEC >= p0 && t <= p1 + 2 * NSEC_PER_USEC);
+        fixture_done(&f);
+}
+
 typedef struct Counts {
         unsigned aux[64], itrace[64], comm[64], other;
 } Counts;
@@ -279,5 +303,5 @@ static void test_sideband_drain(void) {
         fixture_done(&f);
 }
 
-RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_busy_retry), TEST(test_rates_and_resize),
+RUN_TESTS(TEST(test_trigger_time), TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_busy_retry), TEST(test_rates_and_resize),
           TEST(test_sideband_drain));

@@ -220,47 +220,6 @@ uint64_t recorder_take_lost(Recorder *r) {
         return l;
 }
 
-int recorder_measure_rates(Recorder *r, nsec_t now, uint64_t *ret_max_rate) {
-        uint64_t max_rate = 0;
-
-        if (r->freezing)
-                return -EBUSY;
-
-        for (size_t i = 0; i < r->n_cpus; i++) {
-                RecorderCpu *c = &r->cpus[i];
-                struct perf_event_mmap_page *meta;
-                uint64_t head;
-                int k;
-
-                if (c->state != RECORDER_CPU_RECORDING)
-                        continue;
-                meta = (struct perf_event_mmap_page *) c->pt_ring;
-                /* In snapshot mode the head is only published when the event
-                 * stops: stop it for the few microseconds it takes. */
-                k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_DISABLE, 0);
-                if (k < 0)
-                        return k;
-                head = ring_load_acquire(&meta->aux_head) & (c->aux_size - 1);
-                k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_ENABLE, 0);
-                if (k < 0)
-                        return k;
-
-                if (c->rate_valid && now > c->rate_at) {
-                        /* Bytes since the last reading, modulo the buffer: the
-                         * caller measures often enough that less than one lap
-                         * passes (it grows the interval otherwise). */
-                        uint64_t delta = (head - c->rate_head) & (c->aux_size - 1);
-                        c->rate = delta * NSEC_PER_SEC / (now - c->rate_at);
-                }
-                c->rate_head = head;
-                c->rate_at = now;
-                c->rate_valid = true;
-                max_rate = MAX(max_rate, c->rate);
-        }
-        *ret_max_rate = max_rate;
-        return 0;
-}
-
 int recorder_resize(Recorder *r, uint64_t aux_size) {
         nsec_t now = now_nsec(CLOCK_MONOTONIC);
         int ret = 0;

@@ -30,7 +30,8 @@
  * density seen so far, starting from the configured rate), the hardware
  * would have gone round the ring: only the newest ring-full survives. We
  * generate only the newest ring-full and a quarter more (so the ring is
- * full even if the density estimate was high), starting with a PSB (the
+ * full even if the density estimate was high; and at least 5 ms, as a
+ * source may hold back its newest millisecond), starting with a PSB (the
  * source's `start`: a decoder needs one where the kept trace begins, as
  * it would find one within psb_period on hardware), and count the bytes
  * of the skipped time at that density into `total`. The write position
@@ -38,8 +39,8 @@
  * would be, so aux_head, wrap detection (zeroed pages never written) and
  * perf's snapshot conventions hold as before. A source denser than
  * estimated just wraps the ring during generation; one thinner leaves the
- * oldest part of the ring to older trace, as if the skipped time had been
- * quiet, which a decoder sees as a gap before the PSB.
+ * oldest part of the ring zeroed before the generation (PAD packets to a
+ * decoder, and no older trace that would pass for the skipped time).
  *
  * Truth (keep_truth): `history` holds the last aux_size bytes written,
  * linear in `total`; the snapshot of the ring at the last DISABLE is
@@ -64,6 +65,10 @@
 #define SIM_PIECE (64U * 1024)
 /* Generate this much beyond a ring-full after an overflow (in quarters). */
 #define SIM_OVERFLOW_MARGIN_QUARTERS 5U
+/* ... and at least this much time: a source may hold its newest output
+ * back (the synthesizer waits 0.4 ms for side-band and hands out less than
+ * asked only after 1 ms), so a shorter stretch could come out empty. */
+#define SIM_OVERFLOW_MIN_TICKS (5 * (PMU_SIM_TSC_HZ / 1000))
 
 /* Called with e->lock held. */
 static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
@@ -133,7 +138,7 @@ void sim_producer_start(SimEvent *e) {
 
 /* Ask the source for what the steps up to `until` earned. Returns false
  * when production on this CPU stopped for good (the source failed). */
-static bool sim_produce_step(SimEvent *e, uint64_t until, uint64_t *generated) {
+static bool sim_produce_step(SimEvent *e, uint64_t until, uint64_t *generated, uint64_t *ret_last) {
         SimTraceSource *src = e->sim->opts.source;
 
         while (e->due >= 64 || e->started) {
@@ -154,13 +159,14 @@ static bool sim_produce_step(SimEvent *e, uint64_t until, uint64_t *generated) {
                 e->started = false;
                 e->due -= (double) k;
                 *generated += (uint64_t) k;
+                *ret_last = until;
         }
         return true;
 }
 
 void sim_producer_catch_up(SimEvent *e) {
         PmuSim *s = e->sim;
-        uint64_t now = pmu_sim_tsc_now(), from, step, generated = 0;
+        uint64_t now = pmu_sim_tsc_now(), from, step, generated = 0, last = 0;
         double density = e->density > 0 ? e->density : sim_rate_density(s), cap;
 
         if (e->kind != SIM_EVENT_PT || !e->aux || !e->enabled || now <= e->gen_tsc)
@@ -175,8 +181,19 @@ void sim_producer_catch_up(SimEvent *e) {
          * newest ring-full (and a margin), begun with a PSB. */
         cap = (double) e->aux_size * SIM_OVERFLOW_MARGIN_QUARTERS / 4;
         if ((double) (now - e->gen_tsc) * density > cap) {
-                uint64_t keep = (uint64_t) (cap / density), skip = now - e->gen_tsc - keep;
+                uint64_t keep = MAX((uint64_t) (cap / density), SIM_OVERFLOW_MIN_TICKS), skip;
 
+                if (keep >= now - e->gen_tsc)
+                        goto generate;
+                skip = now - e->gen_tsc - keep;
+
+                /* What the skipped time wrote is unknown: not older trace,
+                 * which would pass for it. Zeros are PAD packets to a
+                 * decoder, and a ring the newest trace fills leaves none. */
+                sim_take_truth(e);
+                memset(e->aux, 0, e->aux_size);
+                if (e->history)
+                        memset(e->history, 0, e->aux_size);
                 e->total += (uint64_t) ((double) skip * density);
                 e->aux_write = e->total & (e->aux_size - 1);
                 e->skipped += (uint64_t) ((double) skip * density);
@@ -185,6 +202,7 @@ void sim_producer_catch_up(SimEvent *e) {
                 e->started = true;
         }
 
+generate:
         from = e->gen_tsc;
         /* Steps that earn a piece each, at most 1 ms (the synthesizer's
          * hold time) and at least 1 µs. */
@@ -196,13 +214,14 @@ void sim_producer_catch_up(SimEvent *e) {
 
                 e->due = MIN(e->due + earned, MAX(earned, 64.0));
                 t = next;
-                if (!sim_produce_step(e, t, &generated))
+                if (!sim_produce_step(e, t, &generated, &last))
                         break;
         }
         e->gen_tsc = now;
 
-        /* The density seen, for the next overflow's estimate: from long
-         * enough spans only, never above the rate. */
-        if (now - from >= PMU_SIM_TSC_HZ / 1000 && generated > 0)
-                e->density = MIN((double) generated / (double) (now - from), sim_rate_density(s));
+        /* The density seen, for the next overflow's estimate: up to the
+         * last step that gave bytes (the source may hold its newest back),
+         * from enough trace only, never above the rate. */
+        if (generated >= 4096 && last > from + SIM_OVERFLOW_MIN_TICKS / 5)
+                e->density = MIN((double) generated / (double) (last - from), sim_rate_density(s));
 }

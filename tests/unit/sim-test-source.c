@@ -21,7 +21,27 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, bool
                 t->start_until[cpu] = until_tsc;
                 t->since_start[cpu] = 0;
         }
+        uint64_t prev = start ? until_tsc : t->last_until[cpu];
         while (n + SIM_TEST_PKT <= max) {
+                uint64_t pos = t->since_start[cpu] + n;
+                if (t->timed && (pos % SIM_TEST_PSB_EVERY == 0 || (start && n == SIM_TEST_PKT)) &&
+                    n + 2 * SIM_TEST_PKT <= max) {
+                        /* PSB (the start's is written already), TSC,
+                         * PSBEND, PAD: two packets of ours. */
+                        uint64_t tsc = prev + (until_tsc - prev) * n / max;
+                        if (!(start && n == SIM_TEST_PKT)) {
+                                memcpy(buf + n, sim_test_psb, SIM_TEST_PKT);
+                                n += SIM_TEST_PKT;
+                        }
+                        buf[n] = 0x19;
+                        for (unsigned i = 0; i < 7; i++)
+                                buf[n + 1 + i] = (uint8_t) (tsc >> (8 * i));
+                        buf[n + 8] = 0x02;
+                        buf[n + 9] = 0x23;
+                        memset(buf + n + 10, 0, 6);
+                        n += SIM_TEST_PKT;
+                        continue;
+                }
                 uint64_t v = ++t->seq[cpu];
                 for (unsigned i = 0; i < SIM_TEST_PKT; i++)
                         buf[n + i] = (uint8_t) (1 + (v * 7 + i + cpu * 31) % 251);

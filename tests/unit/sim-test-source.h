@@ -20,7 +20,14 @@ typedef struct SimTestSource {
          * call): the trace's time density. */
         uint64_t start_until[4096], last_until[4096], since_start[4096], start_bytes[4096];
         char *last_filter;
+        /* Timed: every SIM_TEST_PSB_EVERY bytes a real PSB, TSC (the time
+         * at that byte, between the previous call's until_tsc and this
+         * one's) and PSBEND, so common/pt/scan.c measures the stream's
+         * rate as it would real trace. */
+        bool timed;
 } SimTestSource;
+
+#define SIM_TEST_PSB_EVERY 4096
 
 SimTestSource *sim_test_source_new(void);
 /* A sim backend over a new test source; keep_truth on. */

@@ -40,7 +40,9 @@ static void test_resize(void) {
         /* Nothing measured yet: nothing to do. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 0, 4), 0);
         ASSERT_FALSE(lookback_measure_due(&l, now + 1));
-        ASSERT_TRUE(lookback_measure_due(&l, now + LOOKBACK_RATE_FIRST_NSEC));
+        /* Tried again soon, then less and less often. */
+        ASSERT_FALSE(lookback_measure_due(&l, now + LOOKBACK_RATE_FIRST_NSEC));
+        ASSERT_TRUE(lookback_measure_due(&l, now + 2 * LOOKBACK_RATE_FIRST_NSEC));
 
         /* 10 MB/s for one second, and a quarter more: 16M. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 10 * 1000 * 1000, 4), 16 * MiB);
@@ -49,8 +51,11 @@ static void test_resize(void) {
         /* The same rate again: it stays. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 10 * 1000 * 1000, 4), 0);
         ASSERT_EQ(lookback_achieved_ns(&l), 16 * MiB * NSEC_PER_SEC / (10 * 1000 * 1000));
-        /* Measured again within a quarter lap, at most RateInterval=. */
-        ASSERT_EQ(l.next_interval, lookback_achieved_ns(&l) / 4);
+        /* The rate comes from the trace's time and cannot alias: the next
+         * probe is a RateInterval= away, however fast the ring laps. */
+        ASSERT_EQ(l.next_interval, 10 * NSEC_PER_SEC);
+        ASSERT_FALSE(lookback_measure_due(&l, now + NSEC_PER_SEC));
+        ASSERT_TRUE(lookback_measure_due(&l, now + 10 * NSEC_PER_SEC));
 
         /* A quarter of the rate: four times smaller. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 2500 * 1000, 4), 4 * MiB);

@@ -315,6 +315,11 @@ struct SimSource {
         uint64_t pending_seq;
         Buffer pending_data;
         uint64_t drained_ns, pruned_ns;
+        /* The drainer (sideband.c): reads the rings while no CPU is being
+         * produced, which is most of the time with lazy production. */
+        pthread_t drainer;
+        bool drainer_started, drainer_quit;
+        pthread_cond_t drainer_cond;
         SimGrave *graves;
         size_t n_graves, a_graves, n_image_graves;
         size_t husk_bytes; /* what the husks among the graves hold */
@@ -365,6 +370,8 @@ int sim_rescan(SimSource *s, uint64_t t);
 
 /* sideband.c */
 void sim_hub_drain(SimSource *s, uint64_t now_ns);
+int sim_drainer_start(SimSource *s);
+void sim_drainer_stop(SimSource *s);
 void sim_tracker_close(SimTracker *t);
 int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret);
 void sim_prune(SimSource *s, uint64_t now_ns);

@@ -213,3 +213,59 @@ void sim_prune(SimSource *s, uint64_t now_ns) {
         }
         s->n_procs = k;
 }
+
+/* The emulated PMU produces lazily, at DISABLE (daemon/sim/producer.c), so
+ * produce() may not run for seconds while the kernel keeps writing
+ * switches into our rings: unread, they would fill up and the newest
+ * records, those of the stretch about to be generated, would be lost. A
+ * thread drains them every DRAINER_INTERVAL_NS into the CPUs' queues
+ * (bounded: QUEUE_MAX) and the process model; a few hundred µs of CPU per
+ * second on a busy machine, nothing like producing the trace. */
+#define DRAINER_INTERVAL_NS (20 * NSEC_PER_MSEC)
+
+static void *drainer(void *userdata) {
+        SimSource *s = userdata;
+
+        pthread_mutex_lock(&s->lock);
+        while (!s->drainer_quit) {
+                struct timespec ts;
+                uint64_t now;
+
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                now = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec + DRAINER_INTERVAL_NS;
+                ts = (struct timespec){.tv_sec = (time_t)(now / NSEC_PER_SEC), .tv_nsec = (long)(now % NSEC_PER_SEC)};
+                (void)pthread_cond_timedwait(&s->drainer_cond, &s->lock, &ts);
+                if (s->drainer_quit)
+                        break;
+                now = now_nsec(CLOCK_MONOTONIC);
+                if (since(now, s->drained_ns) >= DRAINER_INTERVAL_NS)
+                        sim_hub_drain(s, now);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+int sim_drainer_start(SimSource *s) {
+        pthread_condattr_t a;
+
+        pthread_condattr_init(&a);
+        (void)pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->drainer_cond, &a);
+        pthread_condattr_destroy(&a);
+        if (pthread_create(&s->drainer, NULL, drainer, s) != 0)
+                return -EAGAIN;
+        s->drainer_started = true;
+        return 0;
+}
+
+void sim_drainer_stop(SimSource *s) {
+        if (!s->drainer_started)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->drainer_quit = true;
+        pthread_cond_broadcast(&s->drainer_cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->drainer, NULL);
+        pthread_cond_destroy(&s->drainer_cond);
+        s->drainer_started = false;
+}

@@ -109,6 +109,9 @@
  * within 1 s for images or beyond 16 Ki husks or 8 MiB of them; CPUs the
  * PMU stopped calling reset when they return).
  *
+ * Side-band while nothing is produced: the emulated PMU generates lazily,
+ * at DISABLE, so a thread drains the rings meanwhile (sideband.c).
+ *
  * Thread safety: produce() runs on one thread per CPU at once; each CPU's
  * simulation is touched only by its own producer thread; the process
  * model and the versions, the image cache, the rings and the synthetic
@@ -128,6 +131,7 @@ static void source_free(SimTraceSource *base) {
 
         if (!s)
                 return;
+        sim_drainer_stop(s);
         for (unsigned i = 0; s->cpus && i < s->n_cpus; i++) {
                 SimCpu *c = &s->cpus[i];
 
@@ -406,6 +410,9 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
                         r = source_error(r, ret_error, "cannot read /proc: %s", strerror(-r));
                         goto fail;
                 }
+                r = sim_drainer_start(s);
+                if (r < 0)
+                        goto fail;
         }
         if (any_synthetic) {
                 r = load_syn_exes(s);

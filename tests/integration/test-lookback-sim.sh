@@ -76,7 +76,7 @@ bundle=$("$ptctl" --socket "$sock" snapshot --timeout 60 --reason lookback) || f
 
 mkdir "$tmp/x"
 tar -xf "$bundle" -C "$tmp/x"
-for f in "$tmp"/x/cpu*.pt.zst; do zstd -q -d "$f" -o "${f%.zst}"; done
+for f in "$tmp"/x/cpu*.pt.zst; do [ -e "$f" ] && zstd -q -d "$f" -o "${f%.zst}"; done
 
 python3 - "$tmp" <<'PY' || fail "lookback does not match the bundle's trace"
 import json, re, sys

@@ -13,26 +13,17 @@
 #include "daemon/sim/internal.h"
 #include "daemon/sim/sysfs.h"
 
-/* What a bundle's manifest says the emulated CPU is. */
-static const PmuCpuIdentity pmu_sim_cpu = {
-        .vendor = "GenuineIntel",
-        .family = 6, /* Skylake-SP */
-        .model = 85,
-        .stepping = 4,
-        .cpuid_15_eax = PMU_SIM_CPUID15_EAX,
-        .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,
-        .tsc_hz = PMU_SIM_TSC_HZ,
-};
-
-/* Broadwell-EP (INTEL_BROADWELL_X): single-entry ToPA only. */
-static const PmuCpuIdentity pmu_sim_cpu_broadwell = {
-        .vendor = "GenuineIntel",
-        .family = 6,
-        .model = 79,
-        .stepping = 1,
-        .cpuid_15_eax = PMU_SIM_CPUID15_EAX,
-        .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,
-        .tsc_hz = PMU_SIM_TSC_HZ,
+/* What a bundle's manifest says the emulated CPU is, per model: family 6,
+ * and the emulated machine's timing constants. */
+#define SIM_INTEL_CPU(m, s)                                                                                  \
+        {                                                                                                    \
+                .vendor = "GenuineIntel", .family = 6, .model = (m), .stepping = (s),                        \
+                .cpuid_15_eax = PMU_SIM_CPUID15_EAX, .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,                    \
+                .tsc_hz = PMU_SIM_TSC_HZ,                                                                    \
+        }
+static const PmuCpuIdentity pmu_sim_cpus[_PMU_SIM_CPU_MAX] = {
+        [PMU_SIM_CPU_SKYLAKE_SP] = SIM_INTEL_CPU(85, 4),
+        [PMU_SIM_CPU_BROADWELL] = SIM_INTEL_CPU(79, 1), /* INTEL_BROADWELL_X: single-entry ToPA only */
 };
 
 /* ---- sysfs ---- */
@@ -415,7 +406,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         s->backend.ops = &sim_ops;
         s->backend.name = "sim";
         s->backend.simulated = true;
-        s->backend.emulated_cpu = opts->cpu_model == PMU_SIM_CPU_BROADWELL ? &pmu_sim_cpu_broadwell : &pmu_sim_cpu;
+        s->backend.emulated_cpu = &pmu_sim_cpus[opts->cpu_model];
         s->opts = *opts;
         pthread_mutex_init(&s->lock, NULL);
         s->online = calloc(opts->n_cpus, sizeof(bool));

@@ -17,23 +17,9 @@ set -euo pipefail
 build=$1
 ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events on real CPUs)"; exit 77; }
-if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
-    echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
-    exit 77
-fi
+. "$(dirname "$0")/sim-daemon.sh"
 [ "$(nproc)" -ge 2 ] || { echo "SKIP: needs 2 CPUs (one busy process on each)"; exit 77; }
 command -v zstd >/dev/null || { echo "SKIP: needs zstd"; exit 77; }
-
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/ptraced.log" ] && sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2; exit 1; }
 
 # Busy code on both CPUs: what the simulated source traces densely.
 for cpu in 0 1; do

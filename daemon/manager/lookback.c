@@ -60,8 +60,10 @@ uint64_t lookback_rate_measured(Lookback *l, nsec_t now, uint64_t rate, size_t n
         want = pow2_ceil(rate * (l->target / USEC_PER_MSEC) / 1000 * 5 / 4);
         want = MAX(want, LOOKBACK_AUX_MIN);
         want = MIN(want, lookback_aux_cap(l->memory_max, n_slots));
-        /* Hysteresis: resize only for a factor of two. */
-        if (want == l->aux_size || (want < l->aux_size && want * 2 > l->aux_size))
+        /* Hysteresis: keep a ring that holds Lookback= (without the quarter
+         * to spare) and is not twice what it needs; a rate wavering
+         * around a power of two would otherwise resize it every time. */
+        if (want == l->aux_size || (l->aux_size >= rate * (l->target / USEC_PER_MSEC) / 1000 && want * 2 > l->aux_size))
                 return 0;
         return want;
 }

@@ -12,8 +12,9 @@
  *     MemoryMax= allows: every CPU has its ring and a copy of it.
  *   - With Lookback=, each measurement of the busiest CPU's rate asks for
  *     a power of two holding Lookback= and a quarter more, at least
- *     LOOKBACK_AUX_MIN and within MemoryMax=; only a change by a factor of
- *     two resizes (hysteresis).
+ *     LOOKBACK_AUX_MIN and within MemoryMax=; a ring that holds Lookback=
+ *     (without the quarter) and is less than twice what is asked for stays
+ *     (hysteresis).
  *   - Rates come from the trace's own time (daemon/recorder/rates.c), at
  *     every snapshot and by a probe when none measured for RateInterval=;
  *     soon (LOOKBACK_RATE_FIRST_NSEC) after start and after a resize, and

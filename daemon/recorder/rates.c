@@ -11,6 +11,11 @@
  * ticks between the TSC packets their PSB+ carry (common/pt/scan.c). That
  * cannot alias, whatever the ring did meanwhile.
  *
+ * A rate counts only once the trace between those PSBs fills at least half
+ * the ring: a fresh stream's first milliseconds (after the start, a resize
+ * or a gap) are no sample of the CPU's rate, and sizing the rings by them
+ * made them swing by factors of ten.
+ *
  * Where the trace comes from:
  *  - every snapshot's copies (recorder_rates_from_snapshot()): no extra
  *    cost, the scan reads a few packets at each end;
@@ -28,6 +33,10 @@
 #include "daemon/recorder/internal.h"
 
 #define RATES_PROBE_WINDOW ((size_t) 128 << 10)
+
+static bool enough(const RecorderCpu *c, uint64_t bytes) {
+        return bytes >= c->aux_size / 2;
+}
 
 /* bytes over ticks as bytes per second of perf time; 0 when the
  * conversion is unknown. */
@@ -67,7 +76,8 @@ int recorder_rates_from_snapshot(Recorder *r, const RecorderSnapshot *s, uint64_
                 uint64_t bytes, ticks, rate;
 
                 if (!c || !sc->data || sc->aux_size != c->aux_size ||
-                    pt_scan_tsc_range(sc->data, sc->size, &scan) < 0 || !pt_scan_density(&scan, &bytes, &ticks))
+                    pt_scan_tsc_range(sc->data, sc->size, &scan) < 0 || !pt_scan_density(&scan, &bytes, &ticks) ||
+                    !enough(c, bytes))
                         continue;
                 rate = rate_of(&conv, scan.first_tsc, bytes, ticks);
                 if (rate > 0)
@@ -118,7 +128,7 @@ static int64_t probe_cpu(Recorder *r, RecorderCpu *c, const PerfTscConversion *c
         /* The oldest PSB in the first window, the newest in the last, at
          * their linear positions in the ring. */
         uint64_t from = first.first_psb_offset, to = (len - w) + last.last_psb_offset;
-        if (to <= from || last.last_tsc <= first.first_tsc)
+        if (to <= from || last.last_tsc <= first.first_tsc || !enough(c, to - from))
                 return 0;
         return (int64_t) rate_of(conv, first.first_tsc, to - from, last.last_tsc - first.first_tsc);
 }

@@ -29,9 +29,9 @@
  * Overflow. When the span would produce more than the ring holds (at the
  * density seen so far, starting from the configured rate), the hardware
  * would have gone round the ring: only the newest ring-full survives. We
- * generate only the newest ring-full and a quarter more (so the ring is
- * full even if the density estimate was high; and at least 5 ms, as a
- * source may hold back its newest millisecond), starting with a PSB (the
+ * generate only the time of the newest two ring-fulls (so the ring is full
+ * even if the density estimate was high by up to half; and at least 5 ms,
+ * as a source may hold back its newest millisecond), starting with a PSB (the
  * source's `start`: a decoder needs one where the kept trace begins, as
  * it would find one within psb_period on hardware), and count the bytes
  * of the skipped time at that density into `total`. The write position
@@ -63,8 +63,11 @@
 
 /* Bytes per produce() call. */
 #define SIM_PIECE (64U * 1024)
-/* Generate this much beyond a ring-full after an overflow (in quarters). */
-#define SIM_OVERFLOW_MARGIN_QUARTERS 5U
+/* After an overflow, generate this many ring-fulls (in quarters) at the
+ * density seen so far: the synthesizer's density wavers by tens of percent
+ * from one stretch to the next with what runs, and a ring left part empty
+ * would show less history than the hardware's full one. */
+#define SIM_OVERFLOW_MARGIN_QUARTERS 8U
 /* ... and at least this much time: a source may hold its newest output
  * back (the synthesizer waits 0.4 ms for side-band and hands out less than
  * asked only after 1 ms), so a shorter stretch could come out empty. */

@@ -66,6 +66,14 @@ static void test_resize(void) {
         ASSERT_OK(lookback_init(&l, USEC_PER_SEC, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));
         ASSERT_EQ(lookback_rate_measured(&l, now, 1000, 4), LOOKBACK_AUX_MIN);
 
+        /* A rate wavering around a power of two: 256K at 10.6 MiB/s holds
+         * 23.6 ms of a 20 ms Lookback= (a quarter more would want 512K):
+         * it stays; at 13 MiB/s it holds 19.2 ms and grows. */
+        ASSERT_OK(lookback_init(&l, 20 * USEC_PER_MSEC, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));
+        lookback_resized(&l, 256 * 1024);
+        ASSERT_EQ(lookback_rate_measured(&l, now, 10600 * 1024, 4), 0);
+        ASSERT_EQ(lookback_rate_measured(&l, now, 13 * MiB, 4), 512 * 1024);
+
         /* Without Lookback= the size stays, the rate is still known. */
         ASSERT_OK(lookback_init(&l, 0, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));
         ASSERT_EQ(lookback_rate_measured(&l, now, 10 * 1000 * 1000, 4), 0);

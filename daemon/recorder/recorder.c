@@ -306,10 +306,23 @@ int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret) {
 uint64_t recorder_mono_to_perf_time(Recorder *r, nsec_t mono) {
         PerfTscConversion c;
 
+        nsec_t m0 = 0, m1 = 0;
+        uint64_t tsc = 0;
+
         /* rdtsc through the kernel's conversion: now in perf time, less the
          * time since mono. On the emulated PMU rdtsc is the emulated TSC,
-         * which follows the kernel's perf clock as the real one does. */
+         * which follows the kernel's perf clock as the real one does. The
+         * rdtsc is taken between two readings of CLOCK_MONOTONIC and their
+         * middle is its time; a preemption between them (a wide window)
+         * is retried. */
         if (recorder_tsc_conversion(r, &c) < 0 || !c.cap_user_time_zero)
                 return 0;
-        return perf_tsc_to_time(&c, pmu_backend_read_tsc(r->opts.backend)) - (now_nsec(CLOCK_MONOTONIC) - mono);
+        for (unsigned i = 0; i < 4; i++) {
+                m0 = now_nsec(CLOCK_MONOTONIC);
+                tsc = pmu_backend_read_tsc(r->opts.backend);
+                m1 = now_nsec(CLOCK_MONOTONIC);
+                if (m1 - m0 <= 10 * NSEC_PER_USEC)
+                        break;
+        }
+        return perf_tsc_to_time(&c, tsc) - (m0 + (m1 - m0) / 2 - mono);
 }

@@ -60,7 +60,6 @@ typedef struct SimEvent {
         uint64_t gen_tsc; /* the trace is generated up to this TSC */
         double due;       /* bytes earned at the rate, not yet produced */
         double density;   /* bytes per TSC tick the source gave lately */
-        uint64_t skipped; /* bytes counted in `total` but never generated (overflow) */
         uint8_t *scratch; /* what produce() writes into */
 
         /* keep_truth: the last `aux_size` bytes produced, linear, and the

@@ -141,8 +141,8 @@ int pmu_sim_truth(PmuBackend *b, unsigned cpu, const uint8_t **ret, size_t *ret_
 int pmu_sim_inject_sideband(PmuBackend *b, unsigned cpu, const void *record, size_t size);
 
 /* Statistics: bytes produced per CPU so far (generating what is due
- * first), including those an overflow skipped, counted at the rate. For
- * tests and benchmarks
- * (test-pmu-sim, test-recorder, bench-snapshot): the daemon reports what
- * its rings hold, not what the emulated hardware made. */
+ * first), including those an overflow skipped, counted at the density the
+ * source showed. For tests and benchmarks (test-pmu-sim, test-recorder,
+ * bench-snapshot, bench-pmu-sim): the daemon reports what its rings hold,
+ * not what the emulated hardware made. */
 uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu);

@@ -167,45 +167,50 @@ static bool sim_produce_step(SimEvent *e, uint64_t until, uint64_t *generated, u
         return true;
 }
 
+/* The span from gen_tsc to now would produce more than the ring holds: the
+ * hardware went round it. Skip to the newest two ring-fulls' time (at
+ * least SIM_OVERFLOW_MIN_TICKS), counting the skipped bytes where the
+ * kernel's write pointer would have moved, and begin there with a PSB. */
+static void sim_overflow(SimEvent *e, uint64_t now, double density) {
+        double cap = (double) e->aux_size * SIM_OVERFLOW_MARGIN_QUARTERS / 4;
+        uint64_t keep, skip;
+
+        if ((double) (now - e->gen_tsc) * density <= cap)
+                return;
+        keep = MAX((uint64_t) (cap / density), SIM_OVERFLOW_MIN_TICKS);
+        if (keep >= now - e->gen_tsc)
+                return;
+        skip = now - e->gen_tsc - keep;
+
+        /* What the skipped time wrote is unknown: not older trace, which
+         * would pass for it. Zeros are PAD packets to a decoder, and a ring
+         * the newest trace fills leaves none. */
+        sim_take_truth(e);
+        memset(e->aux, 0, e->aux_size);
+        if (e->history)
+                memset(e->history, 0, e->aux_size);
+        e->total += (uint64_t) ((double) skip * density);
+        e->aux_write = e->total & (e->aux_size - 1);
+        e->gen_tsc += skip;
+        e->due = 0;
+        e->started = true;
+}
+
 void sim_producer_catch_up(SimEvent *e) {
         PmuSim *s = e->sim;
         uint64_t now = pmu_sim_tsc_now(), from, step, generated = 0, last = 0;
-        double density = e->density > 0 ? e->density : sim_rate_density(s), cap;
 
         if (e->kind != SIM_EVENT_PT || !e->aux || !e->enabled || now <= e->gen_tsc)
                 return;
-        if (!s->online[e->cpu] || e->produce_error < 0 || (!e->scratch && !(e->scratch = malloc(SIM_PIECE)))) {
+        if (!e->scratch)
+                e->scratch = malloc(SIM_PIECE);
+        if (!s->online[e->cpu] || e->produce_error < 0 || !e->scratch) {
                 /* Time passes without trace. */
                 e->gen_tsc = now;
                 return;
         }
 
-        /* More than the ring holds: the hardware went round it; keep the
-         * newest ring-full (and a margin), begun with a PSB. */
-        cap = (double) e->aux_size * SIM_OVERFLOW_MARGIN_QUARTERS / 4;
-        if ((double) (now - e->gen_tsc) * density > cap) {
-                uint64_t keep = MAX((uint64_t) (cap / density), SIM_OVERFLOW_MIN_TICKS), skip;
-
-                if (keep >= now - e->gen_tsc)
-                        goto generate;
-                skip = now - e->gen_tsc - keep;
-
-                /* What the skipped time wrote is unknown: not older trace,
-                 * which would pass for it. Zeros are PAD packets to a
-                 * decoder, and a ring the newest trace fills leaves none. */
-                sim_take_truth(e);
-                memset(e->aux, 0, e->aux_size);
-                if (e->history)
-                        memset(e->history, 0, e->aux_size);
-                e->total += (uint64_t) ((double) skip * density);
-                e->aux_write = e->total & (e->aux_size - 1);
-                e->skipped += (uint64_t) ((double) skip * density);
-                e->gen_tsc += skip;
-                e->due = 0;
-                e->started = true;
-        }
-
-generate:
+        sim_overflow(e, now, e->density > 0 ? e->density : sim_rate_density(s));
         from = e->gen_tsc;
         /* Steps that earn a piece each, at most 1 ms (the synthesizer's
          * hold time) and at least 1 µs. */

@@ -127,11 +127,13 @@ for cpu, (secs, rate, size, wrapped) in cpus.items():
         print(f"CPU {cpu}: a {size}-byte ring holds {size / rate * 1e3:.1f} ms at {rate / 1e6:.1f} MB/s, "
               "less than Lookback=20ms")
         ok = False
-    # The regime the defect is about: the ring laps within one 100 ms tick
-    # of the daemon, so reading aux_head once a tick would alias.
-    if size / rate >= 0.1:
-        print(f"CPU {cpu}: the ring laps every {size / rate * 1e3:.1f} ms: not the regime this test is about")
-        ok = False
+
+# The regime the defect is about: the busiest CPU's ring laps within one
+# 100 ms tick of the daemon, so reading aux_head once a tick would alias.
+lap = min(size / rate for _, rate, size, _ in cpus.values())
+if lap >= 0.1:
+    print(f"the busiest CPU's ring laps every {lap * 1e3:.1f} ms: not the regime this test is about")
+    ok = False
 if status["lookback_usec"] < 20000:
     print(f"status: lookback {status['lookback_usec']} us is below Lookback=20ms")
     ok = False

@@ -89,9 +89,12 @@ static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, bool keep_output, uin
         if (c->real) {
                 if (first) {
                         /* The PMU's ITRACE_START says pid 0 from the enable
-                         * on: trace from the next switch. */
-                        sim_real_pull(s, c, UINT64_MAX);
+                         * on: trace from the next switch after t0. (Only
+                         * what came before t0 goes: with lazy production
+                         * the switches of the whole stretch to generate
+                         * are queued already.) */
                         c->n_ev = c->ev_pos = 0;
+                        sim_real_pull(s, c, t0);
                         sim_real_forget_want(c);
                 } else {
                         /* Catch up with what ran meanwhile: who runs at t0

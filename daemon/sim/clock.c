@@ -97,7 +97,15 @@ uint64_t pmu_sim_tsc_to_perf_time(uint64_t tsc) {
 
 uint64_t pmu_sim_perf_time_to_tsc(uint64_t ns) {
         PerfTscConversion c = sim_conversion();
-        return perf_time_to_tsc(&c, ns);
+        uint64_t tsc = perf_time_to_tsc(&c, ns);
+
+        /* The first TSC whose perf time is ns or later: with a rounded
+         * mult the plain inverse can land a tick early, and a decoder
+         * (perf_tsc_to_time()) would put trace begun at a mapping's time a
+         * nanosecond before the mapping. */
+        while (perf_tsc_to_time(&c, tsc) < ns)
+                tsc++;
+        return tsc;
 }
 
 /* ---- the perf clock ---- */

@@ -121,6 +121,8 @@ uint64_t pmu_sim_perf_clock_now(void);
 uint64_t pmu_sim_tsc_now(void);
 void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *ret_zero);
 uint64_t pmu_sim_tsc_to_perf_time(uint64_t tsc);
+/* The first TSC whose perf time is ns or later: tsc >= it exactly when
+ * pmu_sim_tsc_to_perf_time(tsc) >= ns. */
 uint64_t pmu_sim_perf_time_to_tsc(uint64_t ns);
 /* clocks_calc_mult_shift() for kHz to ns as __set_cyc2ns_scale() calls it,
  * with its shift-32 adjustment. For tests (test-pmu-sim pins it). */

@@ -61,6 +61,7 @@ typedef struct SimEvent {
         uint64_t gen_tsc; /* the trace is generated up to this TSC */
         double due;       /* bytes earned at the rate, not yet produced */
         double density;   /* bytes per TSC tick the source gave lately */
+        double cost;      /* wall ns per TSC tick generation took lately (0: not measured) */
         uint8_t *scratch; /* what produce() writes into */
         /* Its CPU went offline: the kernel took it out of the CPU's context
          * for good (hotplug.c). CLOCK_MONOTONIC times for read(). */

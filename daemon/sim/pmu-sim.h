@@ -131,6 +131,12 @@ typedef struct PmuSimOptions {
         /* ENABLE/DISABLE latency: 0 means PMU_SIM_IPI_LATENCY_DEFAULT_NS,
          * PMU_SIM_IPI_LATENCY_NONE none. */
         uint64_t ipi_latency_ns;
+        /* Wall time a DISABLE (or any catch-up) may spend generating one
+         * CPU's span, 0 for no limit: a source slower than that generates
+         * the newest part it can afford and the time before passes without
+         * trace (producer.c). The simulated source needs it, test sources
+         * are fast enough without. */
+        uint64_t generation_budget_ns;
         SimTraceSource *source;  /* owned by the backend from now on */
         /* Keep, per CPU, the bytes a snapshot taken at the last DISABLE must
          * contain (tests compare the recorder's copy with it). */

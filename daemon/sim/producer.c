@@ -65,7 +65,16 @@
  * emulated PMU spins for PmuSimOptions.ipi_latency_ns before the state
  * changes (sim_ipi_wait()), so the trace ends when the IPI lands, not when
  * it was sent. Generation comes on top of that: unlike the hardware, the
- * emulated DISABLE costs the time to synthesize what it publishes.
+ * emulated DISABLE costs the time to synthesize what it publishes. With
+ * PmuSimOptions.generation_budget_ns (the simulated source, whose
+ * synthesizer costs about a second of wall time per second of trace on a
+ * busy machine) that time is bounded per CPU: from the cost per tick
+ * measured at earlier spans, only the newest part of the span the budget
+ * affords is generated and the time before passes without trace, the
+ * stream ended and resumed around it (sim_budget()); a span that still
+ * overruns twice the budget stops there. A freeze of every CPU so takes
+ * tens of milliseconds per CPU, not seconds, while the side-band rings the
+ * recorder cannot drain meanwhile fill up.
  */
 
 #include <x86intrin.h>
@@ -84,6 +93,15 @@
  * back (the synthesizer waits 0.4 ms for side-band and hands out less than
  * asked only after 1 ms), so a shorter stretch could come out empty. */
 #define SIM_OVERFLOW_MIN_TICKS (5 * (PMU_SIM_TSC_HZ / 1000))
+/* Generation's cost is measured over spans of at least this much time, and
+ * the budget never cuts a span below it. */
+#define SIM_COST_MIN_TICKS (PMU_SIM_TSC_HZ / 1000)
+/* Before it was measured, generation is taken to cost two seconds of wall
+ * time per second of trace (1 ns per tick at 2 GHz): what the synthesizer
+ * took for busy real CPUs at 20 MB/s on a loaded 2-core machine. */
+#define SIM_COST_GUESS (2e9 / (double) PMU_SIM_TSC_HZ)
+/* How many budgets a span may cost to show half a ring. */
+#define SIM_BUDGET_STRETCH 5
 
 /* Called with e->lock held. */
 static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
@@ -162,6 +180,8 @@ void sim_producer_start(SimEvent *e) {
                 e->density = sim_rate_density(e->sim);
 }
 
+static void sim_produce_end(SimEvent *e, uint64_t until);
+
 /* Ask the source for what the steps up to `until` earned. Returns false
  * when production on this CPU stopped for good (the source failed). */
 static bool sim_produce_step(SimEvent *e, uint64_t until, uint64_t *generated, uint64_t *ret_last) {
@@ -219,9 +239,46 @@ static void sim_overflow(SimEvent *e, uint64_t now, double density) {
         e->start = SIM_TRACE_FIRST;
 }
 
+/* The span from gen_tsc to now would cost more than the generation budget
+ * (PmuSimOptions.generation_budget_ns) at the wall time per TSC tick
+ * generation took lately: only its newest part is generated, and the time
+ * before passes without trace, as if tracing had been off. An emulator's
+ * limit, not the hardware's: its DISABLE takes an IPI, ours the time to
+ * synthesize what it publishes, and a freeze must not take seconds for a
+ * rate the source cannot reach. A stream that runs is ended first
+ * (SIM_TRACE_STOP) and resumed after the gap; one not begun yet (a start
+ * owed, also after an overflow) just begins later. */
+static uint64_t sim_budget(SimEvent *e, uint64_t now, double density) {
+        uint64_t budget = e->sim->opts.generation_budget_ns, keep, half_ring;
+        double cost = e->cost > 0 ? e->cost : SIM_COST_GUESS;
+
+        if (budget == 0)
+                return 0;
+        /* At least half a ring at the density seen, so that the ring shows
+         * that much history and a rate can be measured from it
+         * (daemon/recorder/rates.c), unless that costs more than
+         * SIM_BUDGET_STRETCH budgets. */
+        keep = (uint64_t) ((double) budget / cost);
+        half_ring = (uint64_t) ((double) e->aux_size / 2 / density);
+        keep = MAX(keep, MIN(half_ring, keep * SIM_BUDGET_STRETCH));
+        keep = MAX(keep, SIM_COST_MIN_TICKS);
+        if (now - e->gen_tsc <= keep)
+                return (uint64_t) ((double) (now - e->gen_tsc) * cost);
+        if (e->start == SIM_TRACE_RUN) {
+                sim_take_truth(e);
+                sim_produce_end(e, e->gen_tsc);
+                e->start = SIM_TRACE_RESUME;
+        }
+        e->gen_tsc = now - keep;
+        e->due = 0;
+        return (uint64_t) ((double) keep * cost);
+}
+
 void sim_producer_catch_up(SimEvent *e) {
         PmuSim *s = e->sim;
-        uint64_t now = pmu_sim_tsc_now(), from, step, generated = 0, last = 0;
+        uint64_t now = pmu_sim_tsc_now(), from, step, reached, generated = 0, last = 0;
+        uint64_t budget;
+        nsec_t started_ns, spent;
 
         if (e->kind != SIM_EVENT_PT || !e->aux || !e->enabled || now <= e->gen_tsc)
                 return;
@@ -234,21 +291,40 @@ void sim_producer_catch_up(SimEvent *e) {
         }
 
         sim_overflow(e, now, e->density > 0 ? e->density : sim_rate_density(s));
+        budget = sim_budget(e, now, e->density > 0 ? e->density : sim_rate_density(s));
+        budget = budget > 0 ? MAX(budget, s->opts.generation_budget_ns) : 0;
         from = e->gen_tsc;
+        started_ns = now_nsec(CLOCK_MONOTONIC);
         /* Steps that earn a piece each, at most 1 ms (the synthesizer's
          * hold time) and at least 1 µs. */
         step = (uint64_t) ((double) SIM_PIECE / sim_rate_density(s));
         step = MIN(MAX(step, PMU_SIM_TSC_HZ / 1000000), PMU_SIM_TSC_HZ / 1000);
+        reached = from;
         for (uint64_t t = from; t < now;) {
                 uint64_t next = MIN(now, t + step);
                 double earned = (double) (next - t) * sim_rate_density(s);
 
                 e->due = MIN(e->due + earned, MAX(earned, 64.0));
-                t = next;
+                t = reached = next;
                 if (!sim_produce_step(e, t, &generated, &last))
+                        break;
+                /* Over twice what the span should cost (the estimate was
+                 * low, or this is the first span): the rest passes without
+                 * trace. The
+                 * source's stream stays where it is, and it skips ahead at
+                 * its next call as it does when it falls behind. */
+                if (budget > 0 && now_nsec(CLOCK_MONOTONIC) - started_ns > 2 * budget)
                         break;
         }
         e->gen_tsc = now;
+
+        /* What generation costs here, for the next span's budget. */
+        spent = now_nsec(CLOCK_MONOTONIC) - started_ns;
+        if (reached - from >= SIM_COST_MIN_TICKS) {
+                double cost = (double) spent / (double) (reached - from);
+
+                e->cost = e->cost > 0 ? (e->cost + cost) / 2 : cost;
+        }
 
         /* The density seen, for the next overflow's estimate: up to the
          * last step that gave bytes (the source may hold its newest back),
@@ -262,10 +338,9 @@ void sim_producer_catch_up(SimEvent *e) {
  * source owes, a start it never saw first (an ENABLE with nothing
  * generated since), then SIM_TRACE_STOP until it has nothing more. Called
  * with e->lock held, tracing already off. */
-void sim_produce_stop(SimEvent *e) {
+static void sim_produce_end(SimEvent *e, uint64_t until) {
         SimTraceSource *src = e->sim->opts.source;
         SimTraceStart how = e->start != SIM_TRACE_RUN ? e->start : SIM_TRACE_STOP;
-        uint64_t until = MAX(e->gen_tsc, pmu_sim_tsc_now());
 
         if (!e->aux || e->produce_error < 0 || !e->sim->online[e->cpu])
                 return;
@@ -274,7 +349,9 @@ void sim_produce_stop(SimEvent *e) {
         if (!e->scratch)
                 return;
         for (unsigned i = 0; i < 4096; i++) {
-                ssize_t k = src->produce(src, e->cpu, until, how, e->scratch, SIM_PIECE);
+                /* A start owed is its own packets, as in sim_produce_step(). */
+                size_t max = how != SIM_TRACE_STOP ? 256 : SIM_PIECE;
+                ssize_t k = src->produce(src, e->cpu, until, how, e->scratch, max);
 
                 if (k < 0) {
                         e->produce_error = (int) k;
@@ -290,4 +367,8 @@ void sim_produce_stop(SimEvent *e) {
                 } else if (k == 0)
                         break;
         }
+}
+
+void sim_produce_stop(SimEvent *e) {
+        sim_produce_end(e, MAX(e->gen_tsc, pmu_sim_tsc_now()));
 }

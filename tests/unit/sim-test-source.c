@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <time.h>
+
 #include "sim-test-source.h"
 #include "test.h"
 
@@ -49,6 +51,10 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimT
                 } else
                         t->resumes[cpu]++;
                 t->stopped[cpu] = false;
+        }
+        if (t->delay_ns > 0) {
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = (long) t->delay_ns };
+                (void) nanosleep(&ts, NULL);
         }
         uint64_t prev = begin ? until_tsc : t->last_until[cpu];
         while (n + SIM_TEST_PKT <= max) {

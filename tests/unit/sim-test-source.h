@@ -35,6 +35,9 @@ typedef struct SimTestSource {
          * this one's) and PSBEND, so common/pt/scan.c measures the stream's
          * rate as it would real trace; a resume carries a real TSC. */
         bool timed;
+        /* Each produce() call of a stream's running part takes this long:
+         * a source as slow as the synthesizer. */
+        uint64_t delay_ns;
 } SimTestSource;
 
 #define SIM_TEST_PSB_EVERY 4096

@@ -969,7 +969,50 @@ static void test_aux_records(void) {
         close_ev(b, &ev);
 }
 
+/* A source slower than the synthesizer (20 ms of wall time per 1 ms of
+ * trace) with a generation budget, as the simulated source gets one: a
+ * DISABLE after 300 ms generates the newest part it can afford and the
+ * rest is a gap. Without the budget the same DISABLE took 160 ms (the two
+ * ring-fulls of an overflow); with it, the first is cut at twice the
+ * budget and the next is sized by the cost measured. */
+static void test_generation_budget(void) {
+        SimTestSource *t = sim_test_source_new();
+        _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+        const uint64_t rate = 64ULL << 20, budget = 20 * NSEC_PER_MSEC;
+        PmuSimOptions o = { .n_cpus = 1, .bytes_per_sec = rate, .source = &t->base, .generation_budget_ns = budget };
+        Ev ev;
+
+        t->delay_ns = 20 * NSEC_PER_MSEC;
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, 256 << 10));
+        for (unsigned round = 0; round < 2; round++) {
+                uint64_t tsc_disabling, took;
+                nsec_t t0;
+
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+                (void) poll(NULL, 0, 300);
+                tsc_disabling = pmu_sim_tsc_now();
+                t0 = now_nsec(CLOCK_MONOTONIC);
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+                took = now_nsec(CLOCK_MONOTONIC) - t0;
+                printf("round %u: DISABLE took %.1f ms, %" PRIu64 " bytes since the stream's start\n", round,
+                       (double) took / 1e6, t->since_start[0]);
+                ASSERT_TRUE(took < 3 * budget + 30 * NSEC_PER_MSEC);
+                /* After a start (the overflow's PSB+), the stream ended;
+                 * sized by the measured cost, the newest part was generated,
+                 * up to the DISABLE (the first is cut where it overran). */
+                if (round > 0)
+                        ASSERT_TRUE(t->last_until[0] >= tsc_disabling);
+                ASSERT_EQ(t->starts[0], round + 1);
+                ASSERT_EQ(t->stops[0], round + 1);
+                /* Less than the 8 ms an overflow generates at the rate. */
+                ASSERT_TRUE(t->since_start[0] < rate * 6 / 1000);
+        }
+        close_ev(b, &ev);
+}
+
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
           TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc),
           TEST(test_perf_clock), TEST(test_lazy_overflow), TEST(test_ipi_latency), TEST(test_broadwell_topa),
+          TEST(test_generation_budget),
           TEST(test_start_kinds), TEST(test_config_rules), TEST(test_exclusive), TEST(test_aux_records));

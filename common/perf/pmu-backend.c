@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <x86intrin.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 
@@ -44,6 +45,10 @@ static void kernel_free(PmuBackend *b) {
         free(b);
 }
 
+static uint64_t kernel_read_tsc(PmuBackend *b) {
+        return __rdtsc();
+}
+
 static const PmuBackendOps kernel_ops = {
         .event_open = kernel_event_open,
         .mmap = kernel_mmap,
@@ -52,6 +57,7 @@ static const PmuBackendOps kernel_ops = {
         .read = kernel_read,
         .close = kernel_close,
         .free = kernel_free,
+        .read_tsc = kernel_read_tsc,
 };
 
 int pmu_backend_kernel_new(PmuBackend **ret) {

@@ -52,6 +52,9 @@ typedef struct PmuBackendOps {
         ssize_t (*read)(PmuBackend *b, int fd, void *buf, size_t size);
         int (*close)(PmuBackend *b, int fd);
         void (*free)(PmuBackend *b);
+        /* rdtsc on the machine the backend stands for: the CPU's own for
+         * the kernel, the emulated TSC for the emulated PMU. */
+        uint64_t (*read_tsc)(PmuBackend *b);
 } PmuBackendOps;
 
 struct PmuBackend {
@@ -87,6 +90,10 @@ static inline ssize_t pmu_backend_read(PmuBackend *b, int fd, void *buf, size_t 
 }
 static inline int pmu_backend_close(PmuBackend *b, int fd) {
         return b->ops->close(b, fd);
+}
+
+static inline uint64_t pmu_backend_read_tsc(PmuBackend *b) {
+        return b->ops->read_tsc(b);
 }
 
 /* Online CPUs from <sysfs_root>/devices/system/cpu/online. */

@@ -22,3 +22,16 @@ typedef struct PtScanResult {
 /* 0 on success (has_tsc may be false: no PSB, or tsc=0 in the config),
  * negative errno when libipt cannot even be set up. */
 int pt_scan_tsc_range(const uint8_t *data, size_t size, PtScanResult *ret);
+
+/* The trace's density from a scan: the bytes between its first and last
+ * PSB and the TSC ticks between their TSC packets (each PSB+ carries one
+ * with tsc=1). False when the scan says nothing about it (no TSC, one PSB,
+ * no time between them). */
+static inline bool pt_scan_density(const PtScanResult *s, uint64_t *ret_bytes, uint64_t *ret_ticks) {
+        if (!s->has_tsc || s->first_psb_offset == UINT64_MAX || s->last_psb_offset <= s->first_psb_offset ||
+            s->last_tsc <= s->first_tsc)
+                return false;
+        *ret_bytes = s->last_psb_offset - s->first_psb_offset;
+        *ret_ticks = s->last_tsc - s->first_tsc;
+        return true;
+}

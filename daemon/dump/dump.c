@@ -86,10 +86,15 @@ static void mark_aux_flags(DumpJob *j) {
 }
 
 /* Per-CPU coverage: bytes, wrap, blackout, and the time range the trace
- * itself shows (first/last TSC), converted to perf time. */
+ * itself shows (first/last TSC), converted to perf time. The bundle's
+ * lookback is what its trace measures: how far back from its end every
+ * CPU's trace reaches (the shortest span among the CPUs with time), not an
+ * estimate from rates (issue 14, defect 3); unknown (0) when no CPU's
+ * trace tells time. */
 static int describe_cpus(DumpJob *j) {
         RecorderSnapshot *s = j->snapshot;
         BundleManifest *m = j->manifest;
+        uint64_t lookback = UINT64_MAX;
 
         for (size_t i = 0; i < s->n_cpus; i++) {
                 SnapshotCpu *sc = &s->cpus[i];
@@ -124,7 +129,10 @@ static int describe_cpus(DumpJob *j) {
                         } else
                                 bc->has_time = false; /* TSC without a conversion says nothing in perf time */
                 }
+                if (bc->has_time)
+                        lookback = MIN(lookback, bc->last_time - bc->first_time);
         }
+        m->lookback_ns = lookback == UINT64_MAX ? 0 : lookback;
         bundle_manifest_compute_window(m);
         mark_aux_flags(j);
         return 0;

@@ -40,24 +40,30 @@ bool lookback_measure_due(const Lookback *l, nsec_t now) {
 }
 
 uint64_t lookback_rate_measured(Lookback *l, nsec_t now, uint64_t rate, size_t n_slots) {
-        uint64_t want, lap_ns;
+        uint64_t want;
 
         l->last_rate_at = now;
-        if (rate == 0)
+        if (rate == 0) {
+                /* Nothing to measure from yet (no timing packets): try
+                 * again, less and less often. */
+                l->next_interval = MIN(2 * l->next_interval, l->rate_interval * NSEC_PER_USEC);
                 return 0;
+        }
         l->max_rate = rate;
-
-        /* Measure again before a lap could pass unseen. */
-        lap_ns = l->aux_size * NSEC_PER_SEC / rate;
-        l->next_interval = MIN(MAX(lap_ns / 4, (uint64_t) NSEC_PER_MSEC), l->rate_interval * NSEC_PER_USEC);
+        /* The rate comes from the trace's own time, so it cannot alias:
+         * the next probe is due a RateInterval= after this measurement
+         * (snapshots measure too, and push it back). */
+        l->next_interval = l->rate_interval * NSEC_PER_USEC;
 
         if (!l->target)
                 return 0;
         want = pow2_ceil(rate * (l->target / USEC_PER_MSEC) / 1000 * 5 / 4);
         want = MAX(want, LOOKBACK_AUX_MIN);
         want = MIN(want, lookback_aux_cap(l->memory_max, n_slots));
-        /* Hysteresis: resize only for a factor of two. */
-        if (want == l->aux_size || (want < l->aux_size && want * 2 > l->aux_size))
+        /* Hysteresis: keep a ring that holds Lookback= (without the quarter
+         * to spare) and is not twice what it needs; a rate wavering
+         * around a power of two would otherwise resize it every time. */
+        if (want == l->aux_size || (l->aux_size >= rate * (l->target / USEC_PER_MSEC) / 1000 && want * 2 > l->aux_size))
                 return 0;
         return want;
 }

@@ -12,11 +12,13 @@
  *     MemoryMax= allows: every CPU has its ring and a copy of it.
  *   - With Lookback=, each measurement of the busiest CPU's rate asks for
  *     a power of two holding Lookback= and a quarter more, at least
- *     LOOKBACK_AUX_MIN and within MemoryMax=; only a change by a factor of
- *     two resizes (hysteresis).
- *   - Rates are measured again before a lap of the ring could pass unseen:
- *     a quarter of a lap, at least 1 ms, at most RateInterval=; after a
- *     resize, soon (LOOKBACK_RATE_FIRST_NSEC) for a new baseline.
+ *     LOOKBACK_AUX_MIN and within MemoryMax=; a ring that holds Lookback=
+ *     (without the quarter) and is less than twice what is asked for stays
+ *     (hysteresis).
+ *   - Rates come from the trace's own time (daemon/recorder/rates.c), at
+ *     every snapshot and by a probe when none measured for RateInterval=;
+ *     soon (LOOKBACK_RATE_FIRST_NSEC) after start and after a resize, and
+ *     while nothing could be measured, backing off to RateInterval=.
  *   - Side-band and tombstones are kept twice as long as the busiest
  *     CPU's ring holds trace, at least LOOKBACK_RETENTION_MIN_NSEC;
  *     LOOKBACK_RETENTION_UNKNOWN_NSEC before the rate is known.
@@ -59,8 +61,9 @@ int lookback_init(Lookback *l, usec_t target, usec_t rate_interval, uint64_t mem
 /* Is a rate measurement due at now? */
 bool lookback_measure_due(const Lookback *l, nsec_t now);
 
-/* A measurement at now found the busiest CPU at rate bytes/s (0: nothing
- * measured yet). Returns the AUX size to resize to, or 0 to keep it. */
+/* A measurement (a snapshot's or a probe's) at now found the busiest CPU
+ * at rate bytes/s (0: nothing measured). Returns the AUX size to resize
+ * to, or 0 to keep it. */
 uint64_t lookback_rate_measured(Lookback *l, nsec_t now, uint64_t rate, size_t n_slots);
 
 /* The rings are aux_size now (after a resize asked for above). */

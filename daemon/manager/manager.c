@@ -24,6 +24,7 @@
 #include "daemon/manager/intake.h"
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
+#include "daemon/manager/measure.h"
 #include "daemon/manager/requests.h"
 #include "daemon/procmap/procmap.h"
 #include "daemon/recorder/recorder.h"
@@ -198,35 +199,6 @@ static void on_cpus_changed(CpuWatch *w, void *userdata) {
         update_status(m);
 }
 
-/* ---- lookback ---- */
-
-static void measure_rates(Manager *m, nsec_t now) {
-        size_t slots = ptraced_cpu_slots(recorder_n_cpus(m->recorder));
-        uint64_t rate = 0, want, old = m->lookback.aux_size;
-        int k;
-
-        k = recorder_measure_rates(m->recorder, now, &rate);
-        if (k < 0) {
-                log_debug_errno(k, "Rate measurement skipped: %m");
-                return;
-        }
-        want = lookback_rate_measured(&m->lookback, now, rate, slots);
-        if (want == 0)
-                return;
-        k = recorder_resize(m->recorder, want);
-        if (k < 0) {
-                log_warning_errno(k, "Failed to resize the trace buffers to %" PRIu64 " bytes, ignoring: %m", want);
-                return;
-        }
-        char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], c[FORMAT_BYTES_MAX];
-        log_info("Trace rate %s/s on the busiest CPU: buffers resized from %s to %s for Lookback=%" PRIu64 "ms%s",
-                 format_bytes(a, sizeof a, rate), format_bytes(b, sizeof b, old), format_bytes(c, sizeof c, want),
-                 (uint64_t) (m->config.lookback / USEC_PER_MSEC),
-                 want == lookback_aux_cap(m->config.memory_max, slots) ? " (capped by MemoryMax=)" : "");
-        lookback_resized(&m->lookback, want);
-        (void) recorder_measure_rates(m->recorder, now_nsec(CLOCK_MONOTONIC), &rate); /* new baseline */
-}
-
 /* ---- snapshots ---- */
 
 void manager_trigger(Manager *m, TriggerRequest *t) {
@@ -393,6 +365,8 @@ static int on_freeze_done(sd_event_source *src, int fd, uint32_t revents, void *
         k = recorder_collect(m->recorder, &s);
         if (k == -EAGAIN)
                 return 0;
+        if (s) /* the copies tell the rates: a measurement without a probe */
+                lookback_measure_snapshot(&m->lookback, m->recorder, s, ptraced_cpu_slots(recorder_n_cpus(m->recorder)));
 
         n_reqs = snapshot_requests_n_freezing(m->requests);
         if (!s || n_reqs == 0) {
@@ -452,7 +426,7 @@ static int on_tick(sd_event_source *s, uint64_t usec, void *userdata) {
         cpu_watch_tick(m->cpus);
         sideband_intake_drain(m->sideband, m->recorder, false);
         if (lookback_measure_due(&m->lookback, now) && !recorder_freezing(m->recorder))
-                measure_rates(m, now);
+                lookback_measure_probe(&m->lookback, m->recorder, now, ptraced_cpu_slots(recorder_n_cpus(m->recorder)));
         if (++m->ticks % HOUSEKEEPING_EVERY == 0)
                 housekeeping(m);
 

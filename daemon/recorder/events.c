@@ -62,7 +62,6 @@ void recorder_cpu_close_pt(Recorder *r, RecorderCpu *c) {
         c->pt_ring = NULL;
         c->pt_fd = -EBADF;
         c->wrapped = false;
-        c->rate_valid = false;
         if (c->copy) {
                 munmap(c->copy, c->copy_capacity);
                 c->copy = NULL;

@@ -51,9 +51,7 @@ typedef struct RecorderCpu {
         uint8_t *copy; /* memory for this CPU's next snapshot, prefaulted */
         size_t copy_capacity;
 
-        uint64_t rate_head;
-        nsec_t rate_at;
-        bool rate_valid;
+        nsec_t rate_at; /* when `rate` was measured (rates.c) */
         uint64_t rate;
 
         /* Hotplug and resume (hotplug.c). A CPU that went offline lost its

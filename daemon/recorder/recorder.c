@@ -7,7 +7,6 @@
  */
 
 #include <sys/eventfd.h>
-#include <x86intrin.h>
 
 #include "common/perf/sys.h"
 #include "common/perf/time-conv.h"
@@ -251,47 +250,6 @@ uint64_t recorder_take_aux_lost(Recorder *r) {
         return l;
 }
 
-int recorder_measure_rates(Recorder *r, nsec_t now, uint64_t *ret_max_rate) {
-        uint64_t max_rate = 0;
-
-        if (r->freezing)
-                return -EBUSY;
-
-        for (size_t i = 0; i < r->n_cpus; i++) {
-                RecorderCpu *c = &r->cpus[i];
-                struct perf_event_mmap_page *meta;
-                uint64_t head;
-                int k;
-
-                if (c->state != RECORDER_CPU_RECORDING)
-                        continue;
-                meta = (struct perf_event_mmap_page *) c->pt_ring;
-                /* In snapshot mode the head is only published when the event
-                 * stops: stop it for the few microseconds it takes. */
-                k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_DISABLE, 0);
-                if (k < 0)
-                        return k;
-                head = ring_load_acquire(&meta->aux_head) & (c->aux_size - 1);
-                k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_ENABLE, 0);
-                if (k < 0)
-                        return k;
-
-                if (c->rate_valid && now > c->rate_at) {
-                        /* Bytes since the last reading, modulo the buffer: the
-                         * caller measures often enough that less than one lap
-                         * passes (it grows the interval otherwise). */
-                        uint64_t delta = (head - c->rate_head) & (c->aux_size - 1);
-                        c->rate = delta * NSEC_PER_SEC / (now - c->rate_at);
-                }
-                c->rate_head = head;
-                c->rate_at = now;
-                c->rate_valid = true;
-                max_rate = MAX(max_rate, c->rate);
-        }
-        *ret_max_rate = max_rate;
-        return 0;
-}
-
 int recorder_resize(Recorder *r, uint64_t aux_size) {
         nsec_t now = now_nsec(CLOCK_MONOTONIC);
         int ret = 0;
@@ -374,14 +332,25 @@ int recorder_tsc_conversion(Recorder *r, PerfTscConversion *ret) {
 uint64_t recorder_mono_to_perf_time(Recorder *r, nsec_t mono) {
         PerfTscConversion c;
 
-        /* The emulated PMU defines perf time as CLOCK_MONOTONIC. On real
-         * hardware, TSC through the kernel's conversion: now in perf time,
-         * less the time since mono. */
-        if (r->opts.backend->simulated)
-                return mono;
+        nsec_t m0 = 0, m1 = 0;
+        uint64_t tsc = 0;
+
+        /* rdtsc through the kernel's conversion: now in perf time, less the
+         * time since mono. On the emulated PMU rdtsc is the emulated TSC,
+         * which follows the kernel's perf clock as the real one does. The
+         * rdtsc is taken between two readings of CLOCK_MONOTONIC and their
+         * middle is its time; a preemption between them (a wide window)
+         * is retried. */
         if (recorder_tsc_conversion(r, &c) < 0 || !c.cap_user_time_zero)
                 return 0;
-        return perf_tsc_to_time(&c, __rdtsc()) - (now_nsec(CLOCK_MONOTONIC) - mono);
+        for (unsigned i = 0; i < 4; i++) {
+                m0 = now_nsec(CLOCK_MONOTONIC);
+                tsc = pmu_backend_read_tsc(r->opts.backend);
+                m1 = now_nsec(CLOCK_MONOTONIC);
+                if (m1 - m0 <= 10 * NSEC_PER_USEC)
+                        break;
+        }
+        return perf_tsc_to_time(&c, tsc) - (m0 + (m1 - m0) / 2 - mono);
 }
 
 const char *recorder_addr_filter(const Recorder *r) {

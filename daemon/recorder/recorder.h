@@ -147,11 +147,15 @@ int recorder_freeze_fd(Recorder *r);
 int recorder_collect(Recorder *r, RecorderSnapshot **ret);
 int recorder_replenish(Recorder *r);
 
-/* Rate measurement for Lookback=: briefly disable each recording CPU to
- * read its aux_head, and derive bytes/s from the previous reading. The
- * blackout is a few microseconds per CPU. Returns the slowest measured
- * rate seen across CPUs in *ret_max_rate (bytes/s), 0 when not yet known. */
-int recorder_measure_rates(Recorder *r, nsec_t now, uint64_t *ret_max_rate);
+/* Rate measurement for Lookback= (rates.c), from the trace's own time:
+ * bytes between the oldest and newest PSB over the TSC between them, so it
+ * cannot alias however often the ring laps. From a snapshot's copies (no
+ * cost to the trace), or by a probe: each recording CPU is disabled for
+ * the time it takes to copy both ends of its ring (2 x 128 KiB). Each
+ * returns the highest rate measured across CPUs in *ret_max_rate (bytes/s),
+ * 0 when no CPU's trace told it (no TSC yet). */
+int recorder_rates_from_snapshot(Recorder *r, const RecorderSnapshot *s, uint64_t *ret_max_rate);
+int recorder_probe_rates(Recorder *r, uint64_t *ret_max_rate);
 /* Change the per-CPU AUX size: reopens every CPU's intel_pt event. */
 int recorder_resize(Recorder *r, uint64_t aux_size);
 

@@ -3,9 +3,13 @@
 #include <fcntl.h>
 
 #include "common/basic/fileio.h"
+#include "common/basic/time-util.h"
 #include "daemon/sim/backend.h"
 #include "daemon/sim/pmu-sim.h"
 #include "daemon/sim/source.h"
+
+/* Wall time one CPU's DISABLE may spend synthesizing its span. */
+#define SIM_GENERATION_BUDGET_NS (100 * NSEC_PER_MSEC)
 
 int sim_backend_new(const SimBackendOptions *opts, PmuBackend **ret, char **ret_error) {
         SimTraceSource *src = NULL;
@@ -30,6 +34,10 @@ int sim_backend_new(const SimBackendOptions *opts, PmuBackend **ret, char **ret_
                 .bytes_per_sec = opts->bytes_per_sec,
                 .source = src,
                 .keep_truth = opts->keep_truth,
+                /* The synthesizer costs tens of ms of CPU per ms of trace
+                 * at high rates: a freeze of every CPU must stay well under
+                 * a second however busy the machine (producer.c). */
+                .generation_budget_ns = SIM_GENERATION_BUDGET_NS,
         };
         r = pmu_sim_new(&po, ret);
         if (r < 0 && src->free)

@@ -49,21 +49,20 @@ typedef struct SimEvent {
         uint64_t aux_write; /* offset of the next byte within the buffer */
         uint64_t total;     /* bytes ever produced */
 
-        /* Production: `lock` serialises the producer's ring writes with
-         * ENABLE/DISABLE, so a DISABLE returns only after the last chunk is
-         * complete. */
+        /* Production (producer.c): generated lazily, at DISABLE, under
+         * `lock`. */
         pthread_mutex_t lock;
-        pthread_cond_t cond;
-        pthread_t thread;
-        bool thread_started;
-        bool producing; /* the producer is inside produce(), without the lock */
         bool enabled;
         SimTraceStart start; /* what the next chunk begins with: SIM_TRACE_RUN, _FIRST or _RESUME */
         bool itrace_logged;  /* the kernel's hw.config != 0: STATUS was cleared once */
         uint64_t aux_flags;  /* the AUX transaction's flags so far (perf_aux_output_flag()) */
         bool topa_stopped;   /* IA32_RTIT_STATUS.Stopped: no trace until the next stop handles it */
-        bool quit;
         int produce_error;
+        uint64_t gen_tsc; /* the trace is generated up to this TSC */
+        double due;       /* bytes earned at the rate, not yet produced */
+        double density;   /* bytes per TSC tick the source gave lately */
+        double cost;      /* wall ns per TSC tick generation took lately (0: not measured) */
+        uint8_t *scratch; /* what produce() writes into */
         /* Its CPU went offline: the kernel took it out of the CPU's context
          * for good (hotplug.c). CLOCK_MONOTONIC times for read(). */
         bool detached;
@@ -117,11 +116,18 @@ void sim_log_record_itrace_start(SimEvent *e);
 void sim_log_record_aux(SimEvent *e, uint64_t offset, uint64_t size, uint64_t flags);
 void sim_log_aux_at_stop(SimEvent *e);
 
-/* producer.c */
+/* producer.c. With e->lock held: sim_producer_start() at ENABLE (and when
+ * tracing comes back after VMX); sim_producer_catch_up() generates the
+ * trace up to now, before anything can observe the ring or tracing stops
+ * (DISABLE, VMXON, a ToPA STOP, a CPU going offline, the statistics);
+ * sim_produce_stop() then ends the stream (TraceEn 1->0). */
 void sim_take_truth(SimEvent *e);
-void *sim_producer(void *userdata);
-void sim_produce_stop(SimEvent *e);
 bool sim_tracing(const SimEvent *e);
+void sim_producer_start(SimEvent *e);
+void sim_producer_catch_up(SimEvent *e);
+void sim_produce_stop(SimEvent *e);
+/* The IPI that carries ENABLE/DISABLE to the event's CPU: the caller waits. */
+void sim_ipi_wait(PmuSim *s);
 
 /* hotplug.c: the real events' table takes s->lock itself. */
 int sim_real_track(PmuSim *s, int fd, unsigned cpu);

@@ -14,30 +14,18 @@
 #include "daemon/sim/internal.h"
 #include "daemon/sim/sysfs.h"
 
-/* What a bundle's manifest says the emulated CPU is. */
-static const PmuCpuIdentity pmu_sim_cpu = {
-        .vendor = "GenuineIntel",
-        .family = 6, /* Skylake-SP */
-        .model = 85,
-        .stepping = 4,
-        .cpuid_15_eax = PMU_SIM_CPUID15_EAX,
-        .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,
-        .tsc_hz = PMU_SIM_TSC_HZ,
+/* What a bundle's manifest says the emulated CPU is, per model: family 6,
+ * and the emulated machine's timing constants. */
+#define SIM_INTEL_CPU(m, s)                                                                                  \
+        {                                                                                                    \
+                .vendor = "GenuineIntel", .family = 6, .model = (m), .stepping = (s),                        \
+                .cpuid_15_eax = PMU_SIM_CPUID15_EAX, .cpuid_15_ebx = PMU_SIM_CPUID15_EBX,                    \
+                .tsc_hz = PMU_SIM_TSC_HZ,                                                                    \
+        }
+static const PmuCpuIdentity pmu_sim_cpus[_PMU_SIM_CPU_MAX] = {
+        [PMU_SIM_CPU_SKYLAKE_SP] = SIM_INTEL_CPU(85, 4),
+        [PMU_SIM_CPU_BROADWELL] = SIM_INTEL_CPU(79, 1), /* INTEL_BROADWELL_X: single-entry ToPA only */
 };
-
-/* ---- time ---- */
-
-uint64_t pmu_sim_tsc_now(void) {
-        /* 2 TSC ticks per ns at 2.0 GHz. */
-        return now_nsec(CLOCK_MONOTONIC) * (PMU_SIM_TSC_HZ / NSEC_PER_SEC);
-}
-
-void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *ret_zero) {
-        /* time = tsc * 2^30 >> 31 = tsc / 2, exactly. */
-        *ret_shift = 31;
-        *ret_mult = 1U << 30;
-        *ret_zero = 0;
-}
 
 /* ---- sysfs ---- */
 
@@ -82,16 +70,14 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                         return -ENODEV;
                 kind = SIM_EVENT_SIDEBAND;
         } else {
-                /* Tracking events on real CPUs go to the kernel, on the same
-                 * clock as the emulated TSC. */
-                struct perf_event_attr a = *attr;
+                /* Tracking events on real CPUs go to the kernel as they are:
+                 * on the perf clock, which the emulated TSC follows
+                 * (clock.c). */
                 int fd;
 
                 if (cpu >= 0 && (unsigned) cpu < s->opts.n_cpus && !s->online[cpu])
                         return -ENODEV;
-                a.use_clockid = 1;
-                a.clockid = CLOCK_MONOTONIC;
-                fd = sys_perf_event_open(&a, pid, cpu, group_fd, flags | PERF_FLAG_FD_CLOEXEC);
+                fd = sys_perf_event_open(attr, pid, cpu, group_fd, flags | PERF_FLAG_FD_CLOEXEC);
                 if (fd < 0)
                         return negative_errno();
                 /* The emulated hotplug detaches it too (hotplug.c). */
@@ -144,15 +130,7 @@ static int sim_event_open(PmuBackend *b, struct perf_event_attr *attr, pid_t pid
                 .aux_memfd = -EBADF,
                 .opened_at = now_nsec(CLOCK_MONOTONIC),
         };
-        /* Adaptive: a DISABLE that finds the producer mid-piece spins for
-         * the few hundred nanoseconds the piece takes instead of sleeping
-         * and waiting to be scheduled again on a busy machine. */
-        pthread_mutexattr_t ma;
-        pthread_mutexattr_init(&ma);
-        (void) pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_ADAPTIVE_NP);
-        pthread_mutex_init(&e->lock, &ma);
-        pthread_mutexattr_destroy(&ma);
-        pthread_cond_init(&e->cond, NULL);
+        pthread_mutex_init(&e->lock, NULL);
         e->fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
         if (e->fd < 0) {
                 r = negative_errno();
@@ -253,6 +231,16 @@ static int sim_mmap(PmuBackend *b, int fd, size_t length, int prot, off_t offset
                 return -EOPNOTSUPP; /* no tasks are scheduled: per-task events exist for exclusivity only */
         if (e->aux)
                 return -EBUSY;
+        /* Without ToPA multiple entries (Broadwell) pt_init() sets
+         * PERF_PMU_CAP_AUX_NO_SG, and rb_alloc_aux() (kernel/events/
+         * ring_buffer.c) then wants an overwrite-mode AUX area as one
+         * contiguous allocation: its first chunk must have the order of the
+         * whole buffer, and rb_alloc_aux_page() never allocates above
+         * MAX_PAGE_ORDER (4 MiB with 4 KiB pages), so anything larger fails
+         * the mmap with ENOMEM. (A 4 MiB chunk may also fail when memory is
+         * fragmented; the emulation always finds one.) */
+        if (s->opts.cpu_model == PMU_SIM_CPU_BROADWELL && length > PMU_SIM_NO_SG_AUX_MAX)
+                return -ENOMEM;
         r = map_memfd("ptraced-sim-aux", length, &e->aux_memfd, &e->aux);
         if (r < 0)
                 return r;
@@ -268,10 +256,6 @@ static int sim_mmap(PmuBackend *b, int fd, size_t length, int prot, off_t offset
                 return negative_errno();
         e->user_aux = p;
         *ret = p;
-
-        if (pthread_create(&e->thread, NULL, sim_producer, e) != 0)
-                return -EAGAIN;
-        e->thread_started = true;
         return 0;
 }
 
@@ -294,17 +278,40 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
         return RET_NERRNO(munmap(addr, length));
 }
 
+/* pt_event_stop() of an enabled event, with e->lock held: the trace up to
+ * now is generated first (producer.c), then the stream ends (TraceEn 1->0:
+ * the source's stop packets after everything generated), aux_head is
+ * published and the AUX record logged. */
+static void sim_event_stop(SimEvent *e) {
+        bool was_tracing;
+
+        sim_producer_catch_up(e);
+        was_tracing = sim_tracing(e);
+        e->enabled = false;
+        if (e->kind == SIM_EVENT_PT && e->aux) {
+                if (was_tracing)
+                        sim_produce_stop(e);
+                /* Snapshot mode: aux_head is the offset within the
+                 * buffer; the AUX record carries it and the whole
+                 * buffer size (pt_event_stop()). */
+                ring_store_release(&e->meta->aux_head, e->aux_write);
+                sim_log_aux_at_stop(e);
+                e->truth_due = e->truth != NULL;
+        }
+}
+
 static int sim_enable(SimEvent *e, bool on) {
+        if (e->kind == SIM_EVENT_PT)
+                sim_ipi_wait(e->sim);
         pthread_mutex_lock(&e->lock);
         if (on && !e->enabled && !e->detached) { /* detached: hotplug.c */
-                bool was_tracing = sim_tracing(e);
-
                 e->enabled = true;
                 /* pt_config(): STATUS (the PSB byte counter) is cleared and
                  * ITRACE_START logged on the first start only; later
                  * starts resume without PSB+. */
                 if (e->start == SIM_TRACE_RUN)
                         e->start = SIM_TRACE_RESUME;
+                sim_producer_start(e);
                 if (e->kind == SIM_EVENT_PT && e->meta && !e->itrace_logged) {
                         sim_log_record_itrace_start(e);
                         e->itrace_logged = true;
@@ -313,23 +320,8 @@ static int sim_enable(SimEvent *e, bool on) {
                  * transaction is PARTIAL. */
                 if (e->kind == SIM_EVENT_PT && !e->per_task && e->sim->vmx_on[e->cpu])
                         e->aux_flags |= PERF_AUX_FLAG_PARTIAL;
-                if (!was_tracing)
-                        pthread_cond_broadcast(&e->cond);
-        } else if (!on && e->enabled) {
-                bool was_tracing = sim_tracing(e);
-
-                e->enabled = false;
-                if (e->kind == SIM_EVENT_PT && e->aux) {
-                        if (was_tracing)
-                                sim_produce_stop(e);
-                        /* Snapshot mode: aux_head is the offset within the
-                         * buffer; the AUX record carries it and the whole
-                         * buffer size (pt_event_stop()). */
-                        ring_store_release(&e->meta->aux_head, e->aux_write);
-                        sim_log_aux_at_stop(e);
-                        e->truth_due = e->truth != NULL;
-                }
-        }
+        } else if (!on && e->enabled)
+                sim_event_stop(e);
         pthread_mutex_unlock(&e->lock);
         return 0;
 }
@@ -376,12 +368,6 @@ static ssize_t sim_read(PmuBackend *b, int fd, void *buf, size_t size) {
 }
 
 static void sim_event_free(SimEvent *e) {
-        pthread_mutex_lock(&e->lock);
-        e->quit = true;
-        pthread_cond_broadcast(&e->cond);
-        pthread_mutex_unlock(&e->lock);
-        if (e->thread_started)
-                pthread_join(e->thread, NULL);
         if (e->ring)
                 munmap(e->ring, e->ring_size);
         if (e->aux)
@@ -391,8 +377,8 @@ static void sim_event_free(SimEvent *e) {
         safe_close(e->fd);
         free(e->history);
         free(e->truth);
+        free(e->scratch);
         pthread_mutex_destroy(&e->lock);
-        pthread_cond_destroy(&e->cond);
         free(e);
 }
 
@@ -440,6 +426,10 @@ static void sim_free(PmuBackend *b) {
         free(s);
 }
 
+static uint64_t sim_read_tsc(PmuBackend *b) {
+        return pmu_sim_tsc_now();
+}
+
 static const PmuBackendOps sim_ops = {
         .event_open = sim_event_open,
         .mmap = sim_mmap,
@@ -448,6 +438,7 @@ static const PmuBackendOps sim_ops = {
         .read = sim_read,
         .close = sim_close,
         .free = sim_free,
+        .read_tsc = sim_read_tsc,
 };
 
 int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
@@ -458,7 +449,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         int r;
 
         if (!opts->source || !opts->source->produce || opts->n_cpus == 0 || opts->n_cpus > 4096 ||
-            opts->bytes_per_sec == 0)
+            opts->bytes_per_sec == 0 || opts->cpu_model >= _PMU_SIM_CPU_MAX)
                 return -EINVAL;
 
         s = calloc(1, sizeof(*s));
@@ -467,7 +458,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         s->backend.ops = &sim_ops;
         s->backend.name = "sim";
         s->backend.simulated = true;
-        s->backend.emulated_cpu = &pmu_sim_cpu;
+        s->backend.emulated_cpu = &pmu_sim_cpus[opts->cpu_model];
         s->opts = *opts;
         pthread_mutex_init(&s->lock, NULL);
         s->online = calloc(opts->n_cpus, sizeof(bool));
@@ -489,6 +480,8 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
 
         s->opts.source->backend = &s->backend;
         r = pmu_sim_sysfs_new(&s->backend.sysfs_root);
+        if (r >= 0 && opts->cpu_model == PMU_SIM_CPU_BROADWELL)
+                r = pmu_sim_sysfs_write_cap(s->backend.sysfs_root, "topa_multiple_entries", "0");
         if (r >= 0)
                 r = sim_write_online(s);
         if (r < 0) {
@@ -507,13 +500,22 @@ int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online) {
         if (b->ops != &sim_ops || cpu >= s->opts.n_cpus)
                 return -EINVAL;
         pthread_mutex_lock(&s->lock);
+        /* Going offline detaches the CPU's events for good, as
+         * perf_event_exit_cpu_context() does (hotplug.c): what intel_pt
+         * traced until now is generated first (lazy production,
+         * producer.c), then each stops as at a DISABLE (pt_event_stop()
+         * publishes aux_head and logs the AUX record; the CPU's stream is
+         * gone, so no stop packets) and no ENABLE runs it again. Coming
+         * back online revives nothing: perf_event_init_cpu() only marks the
+         * context online. */
+        for (size_t i = 0; i < s->n_events && !online; i++)
+                if (s->events[i]->cpu == cpu && !s->events[i]->detached) {
+                        pthread_mutex_lock(&s->events[i]->lock);
+                        sim_producer_catch_up(s->events[i]);
+                        pthread_mutex_unlock(&s->events[i]->lock);
+                }
         s->online[cpu] = online;
         r = sim_write_online(s);
-        /* Going offline detaches the CPU's events for good, as
-         * perf_event_exit_cpu_context() does (hotplug.c): each stops as at a
-         * DISABLE (pt_event_stop() publishes aux_head and logs the AUX
-         * record) and no ENABLE runs it again. Coming back online revives
-         * nothing: perf_event_init_cpu() only marks the context online. */
         for (size_t i = 0; i < s->n_events && !online; i++) {
                 SimEvent *e = s->events[i];
 
@@ -522,8 +524,9 @@ int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online) {
                 pthread_mutex_lock(&e->lock);
                 e->detached = true;
                 e->detached_at = now_nsec(CLOCK_MONOTONIC);
+                if (e->enabled)
+                        sim_event_stop(e);
                 pthread_mutex_unlock(&e->lock);
-                (void) sim_enable(e, false);
         }
         if (!online)
                 sim_real_detach_cpu(s, cpu);
@@ -571,15 +574,18 @@ int pmu_sim_set_vmx(PmuBackend *b, unsigned cpu, bool on) {
         }
         pthread_mutex_lock(&e->lock);
         if (e->enabled && s->vmx_on[cpu] != on) {
-                bool was_tracing = sim_tracing(e);
+                bool was_tracing;
 
+                /* The trace up to VMXON, or nothing for the time in VMX. */
+                sim_producer_catch_up(e);
+                was_tracing = sim_tracing(e);
                 s->vmx_on[cpu] = on;
                 e->aux_flags |= PERF_AUX_FLAG_PARTIAL;
                 if (was_tracing && e->aux)
                         sim_produce_stop(e);
                 if (!on) {
                         e->start = e->start == SIM_TRACE_RUN ? SIM_TRACE_RESUME : e->start;
-                        pthread_cond_broadcast(&e->cond);
+                        sim_producer_start(e);
                 }
         } else
                 s->vmx_on[cpu] = on;
@@ -600,8 +606,10 @@ int pmu_sim_inject_topa_stop(PmuBackend *b, unsigned cpu) {
         if (e) {
                 pthread_mutex_lock(&e->lock);
                 if (e->enabled && e->aux) {
-                        bool was_tracing = sim_tracing(e);
+                        bool was_tracing;
 
+                        sim_producer_catch_up(e); /* the trace up to the STOP */
+                        was_tracing = sim_tracing(e);
                         e->topa_stopped = true;
                         if (was_tracing)
                                 sim_produce_stop(e);
@@ -645,6 +653,7 @@ uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu) {
         e = sim_pt_event(s, cpu);
         if (e) {
                 pthread_mutex_lock(&e->lock);
+                sim_producer_catch_up(e);
                 t = e->total;
                 pthread_mutex_unlock(&e->lock);
         }

@@ -28,22 +28,34 @@
  *    TRUNCATED when they apply} is logged, as pt_event_stop() does at
  *    every sched-out. ITRACE_START and AUX carry the pid/tid of what runs
  *    on the CPU (SimTraceSource.current).
+ *    ENABLE and DISABLE cost the caller an IPI's latency
+ *    (PmuSimOptions.ipi_latency_ns, spun as csd_lock_wait() spins).
  *  - SET_FILTER: parsed and validated by the kernel's rules, with its
  *    errno (filter.c, common/pt/kernel-filter.h).
  *  - The AUX buffer starts zeroed, like the kernel's GFP_ZERO pages, which
  *    is what wrap detection relies on.
+ *  - The emulated CPU model: Skylake-SP by default; Broadwell has
+ *    single-entry ToPA only, so an overwrite-mode AUX area above 4 MiB is
+ *    refused with ENOMEM as rb_alloc_aux() does for PERF_PMU_CAP_AUX_NO_SG.
  *
  * Trace bytes come from a SimTraceSource (the trace synthesizer in
- * production, simple generators in tests), produced on one background
- * thread per CPU at a configured byte rate, so freezing and copying race
- * with production as they do with hardware.
+ * production, simple generators in tests). They are generated lazily: the
+ * kernel publishes aux_head only when the event stops, so the emulator
+ * writes the trace of the time span since the last ENABLE at DISABLE, at
+ * the configured byte rate per CPU and with the time density that rate
+ * means; a span longer than the ring holds generates only its newest
+ * ring-full (from a PSB) and places aux_head where the hardware's wrapping
+ * write pointer would be. No thread runs while nothing asks, so rates up to
+ * 1 GB/s per CPU cost CPU only at snapshots. Design: producer.c.
  *
- * Time: these VMs give no TSC conversion in perf_event_mmap_page, so the
- * emulated TSC is derived from CLOCK_MONOTONIC (tsc = ns * tsc_hz / 1e9)
- * and the tracking (software) events are opened on the real kernel with
- * use_clockid=CLOCK_MONOTONIC. Side-band times and trace timestamps then
- * share one clock exactly, and the conversion published in the emulated
- * metadata page (time_zero/time_mult/time_shift) is exact.
+ * Time, as on a real machine (clock.c): side-band records carry the
+ * kernel's perf clock (local_clock()), and the tracking events the
+ * recorder opens on this machine's CPUs go to the kernel unchanged. The
+ * emulated TSC is a function of the perf clock, calibrated against
+ * CLOCK_MONOTONIC from records the kernel writes; the metadata page
+ * publishes the kernel's conversion (mult/shift as
+ * clocks_calc_mult_shift() rounds them for the TSC's kHz, a large
+ * time_zero), so trace and side-band agree to a few µs.
  */
 
 #include "common/perf/pmu-backend.h"
@@ -64,14 +76,16 @@ typedef struct SimTraceSource SimTraceSource;
  * kernel already did. */
 typedef enum SimTraceStart {
         SIM_TRACE_RUN = 0,    /* tracing goes on */
-        SIM_TRACE_FIRST = 1,  /* the event's first TraceEn 0->1: PSB+ first */
+        SIM_TRACE_FIRST = 1,  /* the event's first TraceEn 0->1, or the newest ring-full after an
+                               * overflow (producer.c): a new stream, PSB+ first */
         SIM_TRACE_RESUME = 2, /* TraceEn 0->1 again: no PSB+ (PacketByteCnt kept) */
         SIM_TRACE_STOP = 3,   /* TraceEn 1->0: the rest of the stream up to its end */
 } SimTraceStart;
 
 struct SimTraceSource {
-        /* Called on `cpu`'s producer thread, and with SIM_TRACE_STOP on the
-         * thread that disables the event. Write complete packets of the
+        /* Called on the thread that makes the PMU generate `cpu`'s trace
+         * (a DISABLE, VMXON, a ToPA STOP, a CPU going offline, the
+         * statistics), never twice at once for one CPU. Write complete packets of the
          * trace of `cpu` covering execution up to `until_tsc` into buf, at
          * most `max` bytes; return the number written (0 is fine) or
          * negative errno (production on that CPU stops). `how` says
@@ -97,10 +111,32 @@ struct SimTraceSource {
         PmuBackend *backend;
 };
 
+typedef enum PmuSimCpuModel {
+        PMU_SIM_CPU_SKYLAKE_SP, /* the default */
+        PMU_SIM_CPU_BROADWELL,  /* single-entry ToPA: AUX <= 4 MiB in overwrite mode */
+        _PMU_SIM_CPU_MAX,
+} PmuSimCpuModel;
+
+/* What an IPI to a CPU in a deep C-state costs the caller of ENABLE or
+ * DISABLE (C6 exit is tens of µs on server parts). */
+#define PMU_SIM_IPI_LATENCY_DEFAULT_NS 20000ULL
+#define PMU_SIM_IPI_LATENCY_NONE UINT64_MAX
+/* rb_alloc_aux_page() caps an allocation at MAX_PAGE_ORDER: 4 MiB. */
+#define PMU_SIM_NO_SG_AUX_MAX (4ULL << 20)
+
 typedef struct PmuSimOptions {
         unsigned n_cpus;         /* CPUs of the emulated machine */
         uint64_t bytes_per_sec;  /* trace production rate per CPU */
-        uint64_t chunk;          /* bytes per production step (default 4 KiB) */
+        PmuSimCpuModel cpu_model;
+        /* ENABLE/DISABLE latency: 0 means PMU_SIM_IPI_LATENCY_DEFAULT_NS,
+         * PMU_SIM_IPI_LATENCY_NONE none. */
+        uint64_t ipi_latency_ns;
+        /* Wall time a DISABLE (or any catch-up) may spend generating one
+         * CPU's span, 0 for no limit: a source slower than that generates
+         * the newest part it can afford and the time before passes without
+         * trace (producer.c). The simulated source needs it, test sources
+         * are fast enough without. */
+        uint64_t generation_budget_ns;
         SimTraceSource *source;  /* owned by the backend from now on */
         /* Keep, per CPU, the bytes a snapshot taken at the last DISABLE must
          * contain (tests compare the recorder's copy with it). */
@@ -109,6 +145,7 @@ typedef struct PmuSimOptions {
 
 /* Emulated machine constants, shared with the trace synthesizer. */
 #define PMU_SIM_TSC_HZ 2000000000ULL /* nominal 2.0 GHz: max_nonturbo_ratio 20 */
+#define PMU_SIM_TSC_KHZ 1999999U      /* what the kernel's calibration made of it: tsc_khz */
 #define PMU_SIM_NOMINAL_RATIO 20
 #define PMU_SIM_CPUID15_EAX 2   /* TSC/CTC = 160/2: a 25 MHz crystal */
 #define PMU_SIM_CPUID15_EBX 160
@@ -127,9 +164,23 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret);
  * ptraced's emulated machine never changes its CPUs. */
 int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online);
 
-/* The emulated TSC now, and its conversion to perf (CLOCK_MONOTONIC) time. */
+/* Clocks (clock.c). The kernel's perf clock now, as calibrated; the
+ * emulated TSC now (what rdtsc gives on the emulated machine); the
+ * conversion the metadata page publishes, and both directions of it. */
+uint64_t pmu_sim_perf_clock_now(void);
 uint64_t pmu_sim_tsc_now(void);
 void pmu_sim_tsc_conversion(uint16_t *ret_shift, uint32_t *ret_mult, uint64_t *ret_zero);
+uint64_t pmu_sim_tsc_to_perf_time(uint64_t tsc);
+/* The first TSC whose perf time is ns or later: tsc >= it exactly when
+ * pmu_sim_tsc_to_perf_time(tsc) >= ns. */
+uint64_t pmu_sim_perf_time_to_tsc(uint64_t ns);
+/* clocks_calc_mult_shift() for kHz to ns as __set_cyc2ns_scale() calls it,
+ * with its shift-32 adjustment. For tests (test-pmu-sim pins it). */
+void pmu_sim_calc_mult_shift(uint32_t khz, uint32_t *ret_mult, uint16_t *ret_shift);
+/* The calibration in use: perf clock - CLOCK_MONOTONIC, and its
+ * uncertainty; -EOPNOTSUPP when no perf event could be opened (perf time
+ * is CLOCK_MONOTONIC then). For tests. */
+int pmu_sim_perf_clock_calibration(int64_t *ret_offset, uint64_t *ret_uncertainty);
 
 /* With keep_truth: the bytes the AUX ring of `cpu` held, oldest first, at
  * its last DISABLE, and how many bytes had been produced in total. The
@@ -166,7 +217,9 @@ int pmu_sim_set_vmx(PmuBackend *b, unsigned cpu, bool on);
  * (pt_handle_status()). -ENOENT without an enabled intel_pt event there. */
 int pmu_sim_inject_topa_stop(PmuBackend *b, unsigned cpu);
 
-/* Statistics: bytes produced per CPU so far. For tests and benchmarks
- * (test-pmu-sim, test-recorder, bench-snapshot): the daemon reports what
- * its rings hold, not what the emulated hardware made. */
+/* Statistics: bytes produced per CPU so far (generating what is due
+ * first), including those an overflow skipped, counted at the density the
+ * source showed. For tests and benchmarks (test-pmu-sim, test-recorder,
+ * bench-snapshot, bench-pmu-sim): the daemon reports what its rings hold,
+ * not what the emulated hardware made. */
 uint64_t pmu_sim_bytes_produced(PmuBackend *b, unsigned cpu);

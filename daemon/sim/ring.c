@@ -27,7 +27,7 @@ void sim_ring_write(SimEvent *e, const void *rec, size_t size) {
         _cleanup_buffer_ Buffer lost = BUFFER_NULL;
 
         if (e->lost_records > 0) {
-                PerfSampleId sid = { .cpu = e->cpu, .id = e->id, .time = now_nsec(CLOCK_MONOTONIC),
+                PerfSampleId sid = { .cpu = e->cpu, .id = e->id, .time = pmu_sim_perf_clock_now(),
                                      .sample_type = e->attr.sample_id_all ? e->attr.sample_type : 0 };
                 if (perf_record_append_lost(&lost, e->id, e->lost_records, e->attr.sample_id_all ? &sid : NULL) < 0)
                         lost.size = 0; /* out of memory: report it at a later output */
@@ -71,7 +71,7 @@ static PerfSampleId sim_sample_id(SimEvent *e) {
         return (PerfSampleId){
                 .pid = pid,
                 .tid = tid,
-                .time = now_nsec(CLOCK_MONOTONIC),
+                .time = pmu_sim_perf_clock_now(),
                 .cpu = e->cpu,
                 .id = e->id,
                 .sample_type = e->attr.sample_type,

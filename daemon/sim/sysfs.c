@@ -112,3 +112,11 @@ int pmu_sim_sysfs_new(char **ret_root) {
                         return r;
         return 0;
 }
+
+int pmu_sim_sysfs_write_cap(const char *root, const char *name, const char *value) {
+        _cleanup_free_ char *caps = NULL;
+
+        if (asprintf(&caps, "%s/bus/event_source/devices/intel_pt/caps", root) < 0)
+                return -ENOMEM;
+        return write_sysfs_file(caps, name, value);
+}

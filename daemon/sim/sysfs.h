@@ -15,3 +15,5 @@ int pmu_sim_sysfs_new(char **ret_root);
 /* Replace devices/system/cpu/online (atomically: the recorder may read it
  * at any moment). */
 int pmu_sim_sysfs_write_online(const char *root, const bool *online, unsigned n_cpus);
+/* Overwrite one file of the PMU's caps/ (an emulated model's own caps). */
+int pmu_sim_sysfs_write_cap(const char *root, const char *name, const char *value);

@@ -60,9 +60,12 @@ int trigger_event_details(const TriggerConfig *c, const struct trigger_event *e,
                 }
         }
 
-        /* The interval in perf time, for `ptctl decode --time=A,B`. */
-        start = s->ops->mono_to_perf_time(s->userdata, e->start_ns);
+        /* The interval in perf time, for `ptctl decode --time=A,B`: one
+         * conversion (rdtsc against CLOCK_MONOTONIC, which jitters by tens
+         * of nanoseconds from one reading to the next), so the interval
+         * keeps its exact length. */
         end = s->ops->mono_to_perf_time(s->userdata, e->end_ns);
+        start = end > e->end_ns - e->start_ns ? end - (e->end_ns - e->start_ns) : 0;
         if (start > 0 && end >= start) {
                 r = json_add_uint64(d, "start_time_ns", start);
                 if (r >= 0)

@@ -1,13 +1,17 @@
 # SPDX-License-Identifier: MIT
 #
-# Sourced by the integration tests that run ptraced on the emulated PMU as
-# root (build=$1 set first): the programs, the skips, a scratch directory
-# removed at exit with the daemon and the helpers the test started (in
-# pids), fail(), a configuration and the start.
+# Sourced by the integration tests that run ptraced --source=sim as a real
+# process as root (build=$1 set first; a test may set ptraced and ptctl
+# itself before): the programs, the skips (no root, no emulated PMU), a
+# scratch directory removed at exit with the daemon and the processes the
+# test started (append to pids, or set daemon), fail(), which shows
+# ptraced's log ($tmp/log or $tmp/ptraced.log), a configuration and the
+# start.
 
-ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl vt=$build/tests/integration/varlink-tool
+: "${ptraced:=$build/daemon/ptraced}" "${ptctl:=$build/client/ptctl}"
+vt=$build/tests/integration/varlink-tool
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events)"; exit 77; }
+[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events on real CPUs)"; exit 77; }
 if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
     echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
     exit 77
@@ -18,11 +22,20 @@ sock=$tmp/io.ptraced
 daemon= pids=()
 cleanup() {
     for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null && wait "$daemon" 2>/dev/null || true
+    [ -n "$daemon" ] && kill -KILL "$daemon" 2>/dev/null || true
+    for p in "${pids[@]}" $daemon; do wait "$p" 2>/dev/null || true; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; tail -n 30 "$tmp/log" 2>/dev/null | sed 's/^/  ptraced: /' >&2; exit 1; }
+fail() {
+    echo "FAIL: $*" >&2
+    if [ -f "$tmp/log" ]; then
+        tail -n 30 "$tmp/log" | sed 's/^/  ptraced: /' >&2
+    elif [ -f "$tmp/ptraced.log" ]; then
+        sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2
+    fi
+    exit 1
+}
 
 # sim_conf FILE BUFFERSIZE RATE: 2 emulated CPUs tracing RATE bytes/s into
 # rings of BUFFERSIZE, bundles in $tmp/bundles, the socket at $sock,

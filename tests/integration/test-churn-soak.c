@@ -98,7 +98,11 @@ static void test_churn(void) {
         c.sideband_memory_max = 8U << 20;
         c.compress = false;
         manager_block_signals();
-        ASSERT_OK(manager_new(&c, sim_test_backend_new(N_CPUS, 64 * 1024, NULL), &m));
+        /* Timed: the rates come from the trace's own TSC packets. */
+        SimTestSource *src;
+        PmuBackend *b = sim_test_backend_new(N_CPUS, 64 * 1024, &src);
+        src->timed = true;
+        ASSERT_OK(manager_new(&c, b, &m));
         ptraced_config_done(&c);
         ASSERT_OK(manager_start(m, 0));
 

@@ -9,21 +9,7 @@ set -euo pipefail
 build=$1 src=$2
 ptraced=$build/daemon/ptraced dump=$build/tests/integration/sideband-dump
 
-[ "$(id -u)" -eq 0 ] || { echo "SKIP: needs root (system-wide side-band events on real CPUs)"; exit 77; }
-
-if "$ptraced" --version | grep -q -- '-emulated-pmu'; then
-    echo "SKIP: this ptraced was built without the emulated PMU (-Demulated-pmu=false)"
-    exit 77
-fi
-tmp=$(mktemp -d)
-pids=()
-cleanup() {
-    for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-    wait 2>/dev/null || true
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/ptraced.log" ] && sed 's/^/  ptraced: /' "$tmp/ptraced.log" >&2; exit 1; }
+. "$(dirname "$0")/sim-daemon.sh"
 
 # A process that exists before the daemon, under a name we can find.
 cp /bin/sleep "$tmp/ptd-before"

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <time.h>
+
 #include "sim-test-source.h"
 #include "test.h"
 
@@ -15,6 +17,7 @@ const uint8_t sim_test_stop[SIM_TEST_PKT] = { 0x1d, 0x1d, 0x1d, 0x1d, 0x1d, 0x1d
 static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                        size_t max) {
         SimTestSource *t = (SimTestSource *) s;
+        bool first = how == SIM_TRACE_FIRST, begin = first || how == SIM_TRACE_RESUME;
         size_t n = 0;
 
         if (cpu >= ELEMENTSOF(t->seq))
@@ -28,23 +31,61 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimT
                 t->stops[cpu]++;
                 return SIM_TEST_PKT;
         }
-        if (how != SIM_TRACE_RUN) {
+        if (begin) {
                 if (max < SIM_TEST_PKT)
                         return 0;
-                memcpy(buf, how == SIM_TRACE_FIRST ? sim_test_psb : sim_test_resume, SIM_TEST_PKT);
+                memcpy(buf, first ? sim_test_psb : sim_test_resume, SIM_TEST_PKT);
+                if (!first && t->timed) {
+                        /* Timed: the resume's TSC is a real one (TSC, PADs). */
+                        buf[0] = 0x19;
+                        for (unsigned i = 0; i < 7; i++)
+                                buf[1 + i] = (uint8_t) (until_tsc >> (8 * i));
+                        memset(buf + 8, 0, 8);
+                }
                 n = SIM_TEST_PKT;
-                if (how == SIM_TRACE_FIRST)
+                if (first) {
+                        /* A new stream: the PSB byte counter starts over. */
                         t->starts[cpu]++;
-                else
+                        t->start_until[cpu] = until_tsc;
+                        t->since_start[cpu] = 0;
+                } else
                         t->resumes[cpu]++;
                 t->stopped[cpu] = false;
         }
+        if (t->delay_ns > 0) {
+                struct timespec ts = { .tv_sec = 0, .tv_nsec = (long) t->delay_ns };
+                (void) nanosleep(&ts, NULL);
+        }
+        uint64_t prev = begin ? until_tsc : t->last_until[cpu];
         while (n + SIM_TEST_PKT <= max) {
+                uint64_t pos = t->since_start[cpu] + n;
+                if (t->timed && (pos % SIM_TEST_PSB_EVERY == 0 || (first && n == SIM_TEST_PKT)) &&
+                    n + 2 * SIM_TEST_PKT <= max) {
+                        /* PSB (the start's is written already), TSC,
+                         * PSBEND, PAD: two packets of ours. */
+                        uint64_t tsc = prev + (until_tsc - prev) * n / max;
+                        if (!(first && n == SIM_TEST_PKT)) {
+                                memcpy(buf + n, sim_test_psb, SIM_TEST_PKT);
+                                n += SIM_TEST_PKT;
+                        }
+                        buf[n] = 0x19;
+                        for (unsigned i = 0; i < 7; i++)
+                                buf[n + 1 + i] = (uint8_t) (tsc >> (8 * i));
+                        buf[n + 8] = 0x02;
+                        buf[n + 9] = 0x23;
+                        memset(buf + n + 10, 0, 6);
+                        n += SIM_TEST_PKT;
+                        continue;
+                }
                 uint64_t v = ++t->seq[cpu];
                 for (unsigned i = 0; i < SIM_TEST_PKT; i++)
                         buf[n + i] = (uint8_t) (1 + (v * 7 + i + cpu * 31) % 251);
                 n += SIM_TEST_PKT;
         }
+        if (first)
+                t->start_bytes[cpu] = n;
+        t->last_until[cpu] = until_tsc;
+        t->since_start[cpu] += n;
         return (ssize_t) n;
 }
 

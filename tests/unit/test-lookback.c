@@ -40,7 +40,9 @@ static void test_resize(void) {
         /* Nothing measured yet: nothing to do. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 0, 4), 0);
         ASSERT_FALSE(lookback_measure_due(&l, now + 1));
-        ASSERT_TRUE(lookback_measure_due(&l, now + LOOKBACK_RATE_FIRST_NSEC));
+        /* Tried again soon, then less and less often. */
+        ASSERT_FALSE(lookback_measure_due(&l, now + LOOKBACK_RATE_FIRST_NSEC));
+        ASSERT_TRUE(lookback_measure_due(&l, now + 2 * LOOKBACK_RATE_FIRST_NSEC));
 
         /* 10 MB/s for one second, and a quarter more: 16M. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 10 * 1000 * 1000, 4), 16 * MiB);
@@ -49,8 +51,11 @@ static void test_resize(void) {
         /* The same rate again: it stays. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 10 * 1000 * 1000, 4), 0);
         ASSERT_EQ(lookback_achieved_ns(&l), 16 * MiB * NSEC_PER_SEC / (10 * 1000 * 1000));
-        /* Measured again within a quarter lap, at most RateInterval=. */
-        ASSERT_EQ(l.next_interval, lookback_achieved_ns(&l) / 4);
+        /* The rate comes from the trace's time and cannot alias: the next
+         * probe is a RateInterval= away, however fast the ring laps. */
+        ASSERT_EQ(l.next_interval, 10 * NSEC_PER_SEC);
+        ASSERT_FALSE(lookback_measure_due(&l, now + NSEC_PER_SEC));
+        ASSERT_TRUE(lookback_measure_due(&l, now + 10 * NSEC_PER_SEC));
 
         /* A quarter of the rate: four times smaller. */
         ASSERT_EQ(lookback_rate_measured(&l, now, 2500 * 1000, 4), 4 * MiB);
@@ -60,6 +65,14 @@ static void test_resize(void) {
         /* At least LOOKBACK_AUX_MIN. */
         ASSERT_OK(lookback_init(&l, USEC_PER_SEC, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));
         ASSERT_EQ(lookback_rate_measured(&l, now, 1000, 4), LOOKBACK_AUX_MIN);
+
+        /* A rate wavering around a power of two: 256K at 10.6 MiB/s holds
+         * 23.6 ms of a 20 ms Lookback= (a quarter more would want 512K):
+         * it stays; at 13 MiB/s it holds 19.2 ms and grows. */
+        ASSERT_OK(lookback_init(&l, 20 * USEC_PER_MSEC, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));
+        lookback_resized(&l, 256 * 1024);
+        ASSERT_EQ(lookback_rate_measured(&l, now, 10600 * 1024, 4), 0);
+        ASSERT_EQ(lookback_rate_measured(&l, now, 13 * MiB, 4), 512 * 1024);
 
         /* Without Lookback= the size stays, the rate is still known. */
         ASSERT_OK(lookback_init(&l, 0, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));

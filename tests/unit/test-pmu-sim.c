@@ -9,7 +9,9 @@
 
 #include <poll.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 
+#include "common/basic/fileio.h"
 #include "common/basic/time-util.h"
 #include "common/perf/attr.h"
 #include "common/perf/pmu.h"
@@ -520,20 +522,241 @@ static void test_sideband_lost(void) {
         ASSERT_OK(pmu_backend_close(b, fd));
 }
 
+/* The conversion the metadata page publishes is the kernel's: mult and
+ * shift as __set_cyc2ns_scale() (arch/x86/kernel/tsc.c) gets them from
+ * clocks_calc_mult_shift(khz, NSEC_PER_MSEC, 0), shift 32 lowered to 31;
+ * time_zero the perf time at TSC 0, "negative" as the TSC counted before
+ * sched_clock's zero (arch_perf_update_userpage()). The emulated TSC is the
+ * perf clock converted back. */
 static void test_tsc(void) {
         uint16_t shift;
         uint32_t mult;
         uint64_t zero;
-        PerfTscConversion c = {};
+        PerfTscConversion c = { .cap_user_time_zero = true };
+
+        /* Pinned values, worked out by hand from the kernel's rules. */
+        pmu_sim_calc_mult_shift(2000000, &mult, &shift);
+        ASSERT_EQ(mult, 1U << 30);
+        ASSERT_EQ(shift, 31);
+        pmu_sim_calc_mult_shift(1999999, &mult, &shift); /* 2147484722 at shift 32, halved */
+        ASSERT_EQ(mult, 1073742361U);
+        ASSERT_EQ(shift, 31);
+        pmu_sim_calc_mult_shift(3000000, &mult, &shift);
+        ASSERT_EQ(mult, 715827882U);
+        ASSERT_EQ(shift, 31);
+        pmu_sim_calc_mult_shift(800000, &mult, &shift); /* too big at 32: 31 without halving */
+        ASSERT_EQ(mult, 2684354560U);
+        ASSERT_EQ(shift, 31);
 
         pmu_sim_tsc_conversion(&shift, &mult, &zero);
-        c.time_shift = shift;
-        c.time_mult = mult;
+        pmu_sim_calc_mult_shift(PMU_SIM_TSC_KHZ, &c.time_mult, &c.time_shift);
+        ASSERT_EQ(shift, c.time_shift);
+        ASSERT_EQ(mult, c.time_mult);
+        ASSERT_TRUE(mult != 1U << 30); /* rounded, as on real machines */
+        ASSERT_TRUE(zero > (UINT64_C(1) << 63)); /* the TSC started before perf time 0 */
         c.time_zero = zero;
-        uint64_t ns0 = now_nsec(CLOCK_MONOTONIC), tsc = pmu_sim_tsc_now(), ns1 = now_nsec(CLOCK_MONOTONIC);
+
+        uint64_t ns0 = pmu_sim_perf_clock_now(), tsc = pmu_sim_tsc_now(), ns1 = pmu_sim_perf_clock_now();
         uint64_t t = perf_tsc_to_time(&c, tsc);
-        ASSERT_TRUE(t >= ns0 && t <= ns1);
-        ASSERT_EQ_U64(perf_time_to_tsc(&c, t), tsc & ~1ULL);
+        ASSERT_TRUE(t + 1 >= ns0 && t <= ns1);
+        ASSERT_EQ_U64(pmu_sim_tsc_to_perf_time(tsc), t);
+        uint64_t back = perf_time_to_tsc(&c, t);
+        ASSERT_TRUE(back <= tsc && tsc - back <= 2);
+
+        /* perf time -> TSC is the first TSC at or after that time, so trace
+         * the simulated source begins at a mapping's time never decodes a
+         * nanosecond before it (the plain inverse of the rounded mult lands
+         * a tick early for about half of all times). */
+        for (uint64_t ns = t; ns < t + 1000; ns++) {
+                uint64_t x = pmu_sim_perf_time_to_tsc(ns);
+                ASSERT_TRUE(pmu_sim_tsc_to_perf_time(x) >= ns);
+                ASSERT_TRUE(pmu_sim_tsc_to_perf_time(x - 1) < ns);
+        }
+}
+
+/* Side-band on the perf clock: a tracking event opened through the
+ * emulated backend on this machine is the kernel's, unchanged (no
+ * use_clockid), so its records carry local_clock() like one opened
+ * directly; and the emulated TSC taken around the record converts to its
+ * time, to within the calibration's error. */
+static void test_perf_clock(void) {
+        _cleanup_(pmu_backend_freep) PmuBackend *b = new_sim(2, 1 << 20);
+        TrackingFeatures f = {};
+        struct perf_event_attr a;
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+        uint64_t times[2] = {}, tsc0, tsc1, unc;
+        int64_t offset;
+        int fds[2];
+
+        f.supported[TRACKING_MMAP2] = true; /* perf_attr_tracking() always asks for comm */
+        perf_attr_tracking(&f, 0, &a);
+        a.watermark = 0;
+        a.wakeup_events = 1;
+        fds[0] = pmu_backend_event_open(b, &a, 0, -1, -1, 0);
+        fds[1] = sys_perf_event_open(&a, 0, -1, -1, PERF_FLAG_FD_CLOEXEC);
+        if (fds[0] < 0 || fds[1] < 0)
+                test_skip("cannot open a dummy perf event on ourselves");
+        ASSERT_OK(pmu_sim_perf_clock_calibration(&offset, &unc));
+        printf("perf clock - CLOCK_MONOTONIC = %" PRId64 " ns, +-%" PRIu64 " ns\n", offset, unc);
+
+        void *rings[2];
+        PerfRing pr[2];
+        for (unsigned i = 0; i < 2; i++) {
+                ASSERT_OK(pmu_backend_mmap(b, fds[i], page * 3, PROT_READ | PROT_WRITE, 0, &rings[i]));
+                ASSERT_OK(perf_ring_init(&pr[i], rings[i], page * 3, page));
+                ASSERT_OK(pmu_backend_ioctl(b, fds[i], PERF_EVENT_IOC_ENABLE, 0));
+        }
+        tsc0 = pmu_sim_tsc_now();
+        ASSERT_EQ(prctl(PR_SET_NAME, "pmu-sim-clock"), 0);
+        tsc1 = pmu_sim_tsc_now();
+        for (unsigned i = 0; i < 2; i++) {
+                const void *rec;
+                size_t size;
+
+                perf_ring_begin(&pr[i]);
+                while (perf_ring_next(&pr[i], &rec, &size) > 0) {
+                        PerfRecord r;
+                        ASSERT_OK(perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r));
+                        if (r.type == PERF_RECORD_COMM)
+                                times[i] = r.sid.time;
+                }
+                perf_ring_end(&pr[i]);
+                perf_ring_done(&pr[i]);
+                ASSERT_OK(pmu_backend_munmap(b, fds[i], rings[i], page * 3));
+                ASSERT_OK(pmu_backend_close(b, fds[i]));
+        }
+        ASSERT_TRUE(times[0] > 0 && times[1] > 0);
+        /* One COMM, written to both events one after the other. */
+        ASSERT_TRUE(times[0] - MIN(times[0], times[1]) + times[1] - MIN(times[0], times[1]) < 20 * NSEC_PER_USEC);
+        uint64_t tsc = pmu_sim_perf_time_to_tsc(times[1]), tol = 20 * (PMU_SIM_TSC_HZ / 1000000);
+        printf("record at TSC %" PRIu64 ", emulated rdtsc before %+" PRId64 " after %+" PRId64 " ticks\n", tsc,
+               (int64_t) (tsc0 - tsc), (int64_t) (tsc1 - tsc));
+        ASSERT_TRUE(tsc + tol >= tsc0 && tsc <= tsc1 + tol);
+}
+
+/* Lazy production at 1 GB/s: nothing runs while nobody asks; DISABLE
+ * writes the newest ring-full of the span since ENABLE, as dense in time
+ * as the rate says, with aux_head where the hardware's wrapping pointer
+ * would be. */
+static void test_lazy_overflow(void) {
+        const uint64_t rate = 1000ULL << 20;
+        SimTestSource *src;
+        _cleanup_(pmu_backend_freep) PmuBackend *b = sim_test_backend_new(1, rate, &src);
+        const size_t aux = 8 << 20; /* two ring-fulls: 16 ms at this rate, over the 5 ms minimum */
+        const uint8_t *truth;
+        size_t truth_size;
+        uint64_t total, cpu0, cpu1, tsc0, tsc1, tsc_enabled, tsc_disabling;
+        Ev ev;
+
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, aux));
+        tsc0 = pmu_sim_tsc_now();
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+        tsc_enabled = pmu_sim_tsc_now();
+        cpu0 = now_nsec(CLOCK_PROCESS_CPUTIME_ID);
+        (void) poll(NULL, 0, 150);
+        cpu1 = now_nsec(CLOCK_PROCESS_CPUTIME_ID);
+        printf("CPU time while enabled at 1 GB/s for 150 ms: %.3f ms\n", (double) (cpu1 - cpu0) / 1e6);
+        ASSERT_TRUE(cpu1 - cpu0 < 10 * NSEC_PER_MSEC);
+        tsc_disabling = pmu_sim_tsc_now();
+        ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+        tsc1 = pmu_sim_tsc_now();
+        printf("DISABLE generated %" PRIu64 " bytes in %.3f ms of CPU\n", src->since_start[0],
+               (double) (now_nsec(CLOCK_PROCESS_CPUTIME_ID) - cpu1) / 1e6);
+
+        ASSERT_OK(pmu_sim_truth(b, 0, &truth, &truth_size, &total));
+        /* The span's bytes at the rate, counted whether generated or not:
+         * the span ends somewhere in the DISABLE (after its IPI). */
+        double most = (double) (tsc1 - tsc0) * (double) rate / (double) PMU_SIM_TSC_HZ;
+        double least = (double) (tsc_disabling - tsc_enabled) * (double) rate / (double) PMU_SIM_TSC_HZ;
+        ASSERT_TRUE((double) total <= most && (double) total >= 0.99 * least);
+        ASSERT_TRUE(total > 15 * aux);
+        ASSERT_EQ_U64(pmu_sim_bytes_produced(b, 0), total);
+        uint64_t head = ring_load_acquire(&((struct perf_event_mmap_page *) ev.ring)->aux_head);
+        ASSERT_EQ_U64(head, total & (aux - 1));
+        /* Only the newest two ring-fulls were generated, all of it after one
+         * start; the ring is full of it. */
+        ASSERT_EQ(src->starts[0], 1u);
+        ASSERT_TRUE(src->since_start[0] >= aux && src->since_start[0] <= 2 * aux + 65536);
+        ASSERT_EQ(truth_size, aux);
+        ASSERT_EQ(memcmp(ev.aux + head, truth, aux - head), 0);
+        ASSERT_EQ(memcmp(ev.aux, truth + (aux - head), head), 0);
+        /* Time density: the bytes generated after the start's call span
+         * bytes/rate of TSC from that call's until_tsc on. */
+        double secs = (double) (src->last_until[0] - src->start_until[0]) / (double) PMU_SIM_TSC_HZ;
+        double measured = (double) (src->since_start[0] - src->start_bytes[0]) / secs;
+        printf("density: %.1f MB/s for %.1f MB/s configured\n", measured / 1e6, (double) rate / 1e6);
+        ASSERT_TRUE(measured > 0.97 * (double) rate && measured < 1.03 * (double) rate);
+        ASSERT_TRUE(src->last_until[0] <= tsc1);
+
+        close_ev(b, &ev);
+}
+
+/* ENABLE and DISABLE take an IPI's time: the kernel runs them on the
+ * event's CPU through cpu_function_call() (kernel/events/core.c), which
+ * waits in smp_call_function_single(wait=1) until that CPU has run them. */
+static void test_ipi_latency(void) {
+        SimTestSource *t = sim_test_source_new();
+        PmuBackend *b = NULL;
+        PmuSimOptions o = { .n_cpus = 1, .bytes_per_sec = 1 << 20, .source = &t->base, .ipi_latency_ns = 300000 };
+        Ev ev;
+
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, 65536));
+        for (unsigned i = 0; i < 2; i++) {
+                nsec_t t0 = now_nsec(CLOCK_MONOTONIC);
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, i ? PERF_EVENT_IOC_DISABLE : PERF_EVENT_IOC_ENABLE, 0));
+                ASSERT_TRUE(now_nsec(CLOCK_MONOTONIC) - t0 >= 300 * NSEC_PER_USEC);
+        }
+        close_ev(b, &ev);
+        pmu_backend_free(b);
+}
+
+/* Broadwell: no ToPA multiple entries, so pt_init() sets
+ * PERF_PMU_CAP_AUX_NO_SG and rb_alloc_aux() refuses an overwrite-mode AUX
+ * area that is not one chunk of at most MAX_PAGE_ORDER (4 MiB): ENOMEM. */
+static void test_broadwell_topa(void) {
+        size_t page = (size_t) sysconf(_SC_PAGESIZE);
+
+        for (unsigned model = 0; model < _PMU_SIM_CPU_MAX; model++) {
+                SimTestSource *t = sim_test_source_new();
+                _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+                PmuSimOptions o = { .n_cpus = 1, .bytes_per_sec = 1 << 20, .source = &t->base, .cpu_model = model };
+                _cleanup_free_ char *path = NULL, *cap = NULL;
+                bool bdw = model == PMU_SIM_CPU_BROADWELL;
+
+                ASSERT_OK(pmu_sim_new(&o, &b));
+                ASSERT_EQ(b->emulated_cpu->model, bdw ? 79u : 85u);
+                ASSERT_TRUE(asprintf(&path, "%s/bus/event_source/devices/intel_pt/caps/topa_multiple_entries",
+                                     b->sysfs_root) > 0);
+                ASSERT_OK(read_one_line_file(path, &cap));
+                ASSERT_STREQ(cap, bdw ? "0" : "1");
+
+                for (size_t size = 4 << 20; size <= 8 << 20; size *= 2) {
+                        struct perf_event_attr a;
+                        _cleanup_pmu_free_ Pmu *pmu = NULL;
+                        _cleanup_(pt_event_config_done) PtEventConfig c = {};
+                        void *ring, *p;
+                        int fd;
+
+                        ASSERT_OK(pmu_load(b->sysfs_root, "intel_pt", &pmu));
+                        ASSERT_OK(pt_event_config_parse(pmu, "intel_pt//", &c, NULL));
+                        pt_event_config_to_attr(&c, pmu->type, &a);
+                        fd = pmu_backend_event_open(b, &a, -1, 0, -1, 0);
+                        ASSERT_OK(fd);
+                        ASSERT_OK(pmu_backend_mmap(b, fd, page * 9, PROT_READ | PROT_WRITE, 0, &ring));
+                        ((struct perf_event_mmap_page *) ring)->aux_offset = page * 9;
+                        ((struct perf_event_mmap_page *) ring)->aux_size = size;
+                        int k = pmu_backend_mmap(b, fd, size, PROT_READ, (off_t) (page * 9), &p);
+                        if (bdw && size > (4 << 20))
+                                ASSERT_ERROR(k, ENOMEM);
+                        else {
+                                ASSERT_OK(k);
+                                ASSERT_OK(pmu_backend_munmap(b, fd, p, size));
+                        }
+                        ASSERT_OK(pmu_backend_munmap(b, fd, ring, page * 9));
+                        ASSERT_OK(pmu_backend_close(b, fd));
+                }
+        }
 }
 
 
@@ -746,6 +969,50 @@ static void test_aux_records(void) {
         close_ev(b, &ev);
 }
 
+/* A source slower than the synthesizer (20 ms of wall time per 1 ms of
+ * trace) with a generation budget, as the simulated source gets one: a
+ * DISABLE after 300 ms generates the newest part it can afford and the
+ * rest is a gap. Without the budget the same DISABLE took 160 ms (the two
+ * ring-fulls of an overflow); with it, the first is cut at twice the
+ * budget and the next is sized by the cost measured. */
+static void test_generation_budget(void) {
+        SimTestSource *t = sim_test_source_new();
+        _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+        const uint64_t rate = 64ULL << 20, budget = 20 * NSEC_PER_MSEC;
+        PmuSimOptions o = { .n_cpus = 1, .bytes_per_sec = rate, .source = &t->base, .generation_budget_ns = budget };
+        Ev ev;
+
+        t->delay_ns = 20 * NSEC_PER_MSEC;
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, 256 << 10));
+        for (unsigned round = 0; round < 2; round++) {
+                uint64_t tsc_disabling, took;
+                nsec_t t0;
+
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+                (void) poll(NULL, 0, 300);
+                tsc_disabling = pmu_sim_tsc_now();
+                t0 = now_nsec(CLOCK_MONOTONIC);
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+                took = now_nsec(CLOCK_MONOTONIC) - t0;
+                printf("round %u: DISABLE took %.1f ms, %" PRIu64 " bytes since the stream's start\n", round,
+                       (double) took / 1e6, t->since_start[0]);
+                ASSERT_TRUE(took < 3 * budget + 30 * NSEC_PER_MSEC);
+                /* After a start (the overflow's PSB+), the stream ended;
+                 * sized by the measured cost, the newest part was generated,
+                 * up to the DISABLE (the first is cut where it overran). */
+                if (round > 0)
+                        ASSERT_TRUE(t->last_until[0] >= tsc_disabling);
+                ASSERT_EQ(t->starts[0], round + 1);
+                ASSERT_EQ(t->stops[0], round + 1);
+                /* Less than the 8 ms an overflow generates at the rate. */
+                ASSERT_TRUE(t->since_start[0] < rate * 6 / 1000);
+        }
+        close_ev(b, &ev);
+}
+
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
           TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc),
+          TEST(test_perf_clock), TEST(test_lazy_overflow), TEST(test_ipi_latency), TEST(test_broadwell_topa),
+          TEST(test_generation_budget),
           TEST(test_start_kinds), TEST(test_config_rules), TEST(test_exclusive), TEST(test_aux_records));

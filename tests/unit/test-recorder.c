@@ -323,19 +323,32 @@ static void test_busy_retry(void) {
         fixture_done(&f);
 }
 
+/* Rates from the trace's own time (rates.c): at 64 MB/s a 256 KiB ring
+ * laps every 4 ms, so two aux_head readings 100 ms apart would alias; the
+ * probe and a snapshot both measure the configured rate. */
 static void test_rates_and_resize(void) {
+        const uint64_t want = 64 << 20;
         Fixture f;
         uint64_t rate = 0;
 
-        fixture_init(&f, 2, 4 << 20, 1 << 20);
+        fixture_init(&f, 2, want, 256 * 1024);
+        f.source->timed = true;
         ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 2);
-        ASSERT_OK(recorder_measure_rates(f.rec, now_nsec(CLOCK_MONOTONIC), &rate));
-        ASSERT_EQ(rate, 0); /* one reading is not a rate */
+        ASSERT_OK(recorder_probe_rates(f.rec, &rate));
+        ASSERT_EQ(rate, 0); /* nothing traced yet */
         (void) poll(NULL, 0, 100);
-        ASSERT_OK(recorder_measure_rates(f.rec, now_nsec(CLOCK_MONOTONIC), &rate));
-        /* 4 MiB/s configured; scheduling noise on a busy 2-core machine. */
-        printf("measured %" PRIu64 " bytes/s\n", rate);
-        ASSERT_TRUE(rate > (1 << 20) && rate < (12 << 20));
+        ASSERT_OK(recorder_probe_rates(f.rec, &rate));
+        printf("probe: %" PRIu64 " bytes/s for %" PRIu64 " configured\n", rate, want);
+        ASSERT_TRUE(rate > want * 95 / 100 && rate < want * 105 / 100);
+        (void) poll(NULL, 0, 20);
+        {
+                _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+                rate = 0;
+                ASSERT_OK(recorder_rates_from_snapshot(f.rec, s, &rate));
+                printf("snapshot: %" PRIu64 " bytes/s\n", rate);
+                ASSERT_TRUE(rate > want * 95 / 100 && rate < want * 105 / 100);
+        }
+        f.source->timed = false;
 
         ASSERT_OK(recorder_resize(f.rec, 128 * 1024));
         ASSERT_EQ(recorder_aux_size(f.rec), 128 * 1024);
@@ -347,6 +360,30 @@ static void test_rates_and_resize(void) {
                 ASSERT_EQ(s->cpus[i].aux_size, 128 * 1024);
         ASSERT_ERROR(recorder_resize(f.rec, 3000), EINVAL);
 
+        fixture_done(&f);
+}
+
+/* The trigger's time goes through rdtsc and the kernel's conversion, as on
+ * hardware (recorder_mono_to_perf_time()); on the emulated PMU rdtsc is the
+ * emulated TSC, and the result is the kernel's perf clock, not
+ * CLOCK_MONOTONIC. */
+static void test_trigger_time(void) {
+        Fixture f;
+
+        fixture_init(&f, 2, 4 << 20, 64 * 1024);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 2);
+        uint64_t p0 = pmu_sim_perf_clock_now();
+        nsec_t mono = now_nsec(CLOCK_MONOTONIC);
+        uint64_t t = recorder_mono_to_perf_time(f.rec, mono);
+        uint64_t p1 = pmu_sim_perf_clock_now();
+        int64_t offset;
+        uint64_t unc;
+
+        printf("trigger at perf time %" PRIu64 ": %+" PRId64 " ns from the perf clock before, %+" PRId64 " after\n", t,
+               (int64_t) (t - p0), (int64_t) (t - p1));
+        if (pmu_sim_perf_clock_calibration(&offset, &unc) >= 0)
+                ASSERT_TRUE(offset != 0); /* the two clocks differ: the test tells them apart */
+        ASSERT_TRUE(t + 2 * NSEC_PER_USEC >= p0 && t <= p1 + 2 * NSEC_PER_USEC);
         fixture_done(&f);
 }
 
@@ -404,6 +441,6 @@ static void test_sideband_drain(void) {
         fixture_done(&f);
 }
 
-RUN_TESTS(TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle), TEST(test_busy_retry),
-          TEST(test_busy_causes), TEST(test_rates_and_resize),
+RUN_TESTS(TEST(test_trigger_time), TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle),
+          TEST(test_busy_retry), TEST(test_busy_causes), TEST(test_rates_and_resize),
           TEST(test_sideband_drain));

@@ -322,6 +322,11 @@ struct SimSource {
         uint64_t pending_seq;
         Buffer pending_data;
         uint64_t drained_ns, pruned_ns;
+        /* The drainer (sideband.c): reads the rings while no CPU is being
+         * produced, which is most of the time with lazy production. */
+        pthread_t drainer;
+        bool drainer_started, drainer_quit;
+        pthread_cond_t drainer_cond;
         SimGrave *graves;
         size_t n_graves, a_graves, n_image_graves;
         size_t husk_bytes; /* what the husks among the graves hold */
@@ -334,12 +339,16 @@ struct SimSource {
         SimCpu *cpus;
 };
 
+/* Perf time and the emulated TSC, through the conversion the emulated
+ * PMU publishes (pmu-sim.h): TSC 0 is long before perf time 0, so perf
+ * time 0 ("since forever") is a TSC above 0, and a TSC before it is perf
+ * time 0. */
 static inline uint64_t ns_to_tsc(uint64_t ns) {
-        return ns * TICKS_PER_NS;
+        return pmu_sim_perf_time_to_tsc(ns);
 }
 
 static inline uint64_t tsc_to_ns(uint64_t tsc) {
-        return tsc / TICKS_PER_NS;
+        return tsc < pmu_sim_perf_time_to_tsc(0) ? 0 : pmu_sim_tsc_to_perf_time(tsc);
 }
 
 /* Time since `then`; 0 when another thread stored a later clock reading. */
@@ -368,6 +377,8 @@ int sim_rescan(SimSource *s, uint64_t t);
 
 /* sideband.c */
 void sim_hub_drain(SimSource *s, uint64_t now_ns);
+int sim_drainer_start(SimSource *s);
+void sim_drainer_stop(SimSource *s);
 void sim_tracker_close(SimTracker *t);
 int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret);
 void sim_prune(SimSource *s, uint64_t now_ns);

@@ -91,6 +91,39 @@ fail:
         return NULL;
 }
 
+/* The version a run resolved to may end before any event of this CPU's
+ * time line says so. With lazy production (daemon/sim/producer.c) a run is
+ * resolved after the fact: the model already knows that an exec ended the
+ * pid's mappings at its COMM, while the records that touched the pid (and
+ * so the events queued) come at the new program's MMAPs, later. A version
+ * that existed before such a record was told at its end (versions_check());
+ * one built afterwards knows its end from the start. Either way the CPU
+ * looks again there: a CHANGE at the version's end, after idx in time
+ * order, unless one is there already. */
+static void real_watch_end(SimCpu *c, size_t idx, uint32_t pid, uint64_t until) {
+        size_t at = idx + 1;
+
+        if (until == UINT64_MAX || until <= c->ev[idx].time)
+                return;
+        while (at < c->n_ev && c->ev[at].time <= until) {
+                if (c->ev[at].time == until && c->ev[at].kind == SIM_EV_CHANGE && c->ev[at].pid == pid)
+                        return;
+                at++;
+        }
+        if (c->n_ev == c->a_ev) {
+                size_t na = MAX(c->a_ev * 2, (size_t)256);
+                SimEvent *a = realloc(c->ev, na * sizeof *a);
+
+                if (!a)
+                        return; /* the next record's event will do, later */
+                c->ev = a;
+                c->a_ev = na;
+        }
+        memmove(c->ev + at + 1, c->ev + at, (c->n_ev - at) * sizeof *c->ev);
+        c->ev[at] = (SimEvent){.time = until, .pid = pid, .kind = SIM_EV_CHANGE};
+        c->n_ev++;
+}
+
 void sim_real_apply(SimSource *s, SimCpu *c, size_t idx) {
         const SimEvent *e = &c->ev[idx];
         SimSlot *prev = c->want;
@@ -106,6 +139,14 @@ void sim_real_apply(SimSource *s, SimCpu *c, size_t idx) {
                 return;
         c->stats.boundaries++;
         c->want = real_resolve(s, c, idx, e->time, c->want_pid, c->want_tid);
+        if (c->want) {
+                uint64_t until;
+
+                pthread_mutex_lock(&s->lock); /* versions_check() moves it */
+                until = c->want->as->valid_until;
+                pthread_mutex_unlock(&s->lock);
+                real_watch_end(c, idx, c->want_pid, until);
+        }
         if (c->want == prev && e->kind == SIM_EV_CHANGE)
                 return;
         if (c->want)

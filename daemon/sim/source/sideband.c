@@ -44,7 +44,8 @@ static int pending_cmp(const void *a, const void *b) {
  * round that should have had it, would still come out of order; a time
  * hold-back waits for it.) Lock held. */
 void sim_hub_drain(SimSource *s, uint64_t now_ns) {
-        uint64_t release = ns_to_tsc(now_ns > HOLDBACK_NS ? now_ns - HOLDBACK_NS : 0);
+        uint64_t perf_now = pmu_sim_perf_clock_now();
+        uint64_t release = ns_to_tsc(perf_now > HOLDBACK_NS ? perf_now - HOLDBACK_NS : 0);
         size_t done = 0;
 
         s->drained_ns = now_ns;
@@ -102,7 +103,7 @@ void sim_hub_drain(SimSource *s, uint64_t now_ns) {
                 }
                 perf_ring_end(&tr->ring);
                 if (tr->ring.corrupt_bytes != corrupt)
-                        (void)sim_rescan(s, ns_to_tsc(now_ns));
+                        (void)sim_rescan(s, ns_to_tsc(perf_now));
         }
 
         if (s->n_pending == 0)
@@ -146,10 +147,9 @@ int sim_tracker_open(const TrackingFeatures *f, unsigned cpu, SimTracker *ret) {
         SimTracker t = {.cpu = cpu, .fd = -EBADF};
         int r;
 
-        /* What the recorder asks for, on the clock of the emulated TSC. */
+        /* What the recorder asks for: on the perf clock, which the
+         * emulated TSC follows. */
         perf_attr_tracking(f, 0, &a);
-        a.use_clockid = 1;
-        a.clockid = CLOCK_MONOTONIC;
         t.fd = sys_perf_event_open(&a, -1, (int)cpu, -1, PERF_FLAG_FD_CLOEXEC);
         if (t.fd < 0)
                 return negative_errno();
@@ -212,4 +212,60 @@ void sim_prune(SimSource *s, uint64_t now_ns) {
                         s->procs[k++] = p;
         }
         s->n_procs = k;
+}
+
+/* The emulated PMU produces lazily, at DISABLE (daemon/sim/producer.c), so
+ * produce() may not run for seconds while the kernel keeps writing
+ * switches into our rings: unread, they would fill up and the newest
+ * records, those of the stretch about to be generated, would be lost. A
+ * thread drains them every DRAINER_INTERVAL_NS into the CPUs' queues
+ * (bounded: QUEUE_MAX) and the process model; a few hundred µs of CPU per
+ * second on a busy machine, nothing like producing the trace. */
+#define DRAINER_INTERVAL_NS (20 * NSEC_PER_MSEC)
+
+static void *drainer(void *userdata) {
+        SimSource *s = userdata;
+
+        pthread_mutex_lock(&s->lock);
+        while (!s->drainer_quit) {
+                struct timespec ts;
+                uint64_t now;
+
+                clock_gettime(CLOCK_MONOTONIC, &ts);
+                now = (uint64_t)ts.tv_sec * NSEC_PER_SEC + (uint64_t)ts.tv_nsec + DRAINER_INTERVAL_NS;
+                ts = (struct timespec){.tv_sec = (time_t)(now / NSEC_PER_SEC), .tv_nsec = (long)(now % NSEC_PER_SEC)};
+                (void)pthread_cond_timedwait(&s->drainer_cond, &s->lock, &ts);
+                if (s->drainer_quit)
+                        break;
+                now = now_nsec(CLOCK_MONOTONIC);
+                if (since(now, s->drained_ns) >= DRAINER_INTERVAL_NS)
+                        sim_hub_drain(s, now);
+        }
+        pthread_mutex_unlock(&s->lock);
+        return NULL;
+}
+
+int sim_drainer_start(SimSource *s) {
+        pthread_condattr_t a;
+
+        pthread_condattr_init(&a);
+        (void)pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+        pthread_cond_init(&s->drainer_cond, &a);
+        pthread_condattr_destroy(&a);
+        if (pthread_create(&s->drainer, NULL, drainer, s) != 0)
+                return -EAGAIN;
+        s->drainer_started = true;
+        return 0;
+}
+
+void sim_drainer_stop(SimSource *s) {
+        if (!s->drainer_started)
+                return;
+        pthread_mutex_lock(&s->lock);
+        s->drainer_quit = true;
+        pthread_cond_broadcast(&s->drainer_cond);
+        pthread_mutex_unlock(&s->lock);
+        pthread_join(s->drainer, NULL);
+        pthread_cond_destroy(&s->drainer_cond);
+        s->drainer_started = false;
 }

@@ -3,7 +3,7 @@
 /*
  * The trace source of `ptraced --source=sim`: Intel PT for every emulated
  * CPU, synthesized by the CPU layer of the trace synthesizer (daemon/synth/cpu.h)
- * on the producer threads of the emulated PMU (daemon/sim/pmu-sim.c), one
+ * when the emulated PMU generates a CPU's trace (daemon/sim/producer.c), one
  * SynthCpu per emulated CPU.
  *
  * What is traced: user space only. These machines have no /proc/kcore,
@@ -18,8 +18,8 @@
  *
  * CPUs this machine has: the real processes' real code.
  *  - What runs: our own dummy tracking events on those CPUs (what the
- *    recorder asks for, on CLOCK_MONOTONIC through use_clockid, the clock
- *    of the emulated TSC). Whoever calls produce() drains every ring (at
+ *    recorder asks for, on the perf clock, which the emulated TSC follows:
+ *    daemon/sim/clock.c). Whoever calls produce() drains every ring (at
  *    most every 50 µs): each CPU gets its SWITCH_CPU_WIDE records as a time
  *    line, each record's time a boundary between two runs.
  *  - Address spaces: the process model of common/model/, the one the
@@ -120,6 +120,9 @@
  * within 1 s for images or beyond 16 Ki husks or 8 MiB of them; CPUs the
  * PMU stopped calling reset when they return).
  *
+ * Side-band while nothing is produced: the emulated PMU generates lazily,
+ * at DISABLE, so a thread drains the rings meanwhile (sideband.c).
+ *
  * Thread safety: produce() runs on one thread per CPU at once; each CPU's
  * simulation is touched only by its own producer thread; the process
  * model and the versions, the image cache, the rings and the synthetic
@@ -141,6 +144,7 @@ static void source_free(SimTraceSource *base) {
 
         if (!s)
                 return;
+        sim_drainer_stop(s);
         for (unsigned i = 0; s->cpus && i < s->n_cpus; i++) {
                 SimCpu *c = &s->cpus[i];
 
@@ -430,6 +434,9 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
                         r = source_error(r, ret_error, "cannot read /proc: %s", strerror(-r));
                         goto fail;
                 }
+                r = sim_drainer_start(s);
+                if (r < 0)
+                        goto fail;
         }
         if (any_synthetic) {
                 r = load_syn_exes(s);

@@ -144,7 +144,7 @@ int sim_maps_at(SimSource *s, uint32_t pid, uint64_t t, SimMaps *ret) {
         }
         if (ret->n_maps > 1)
                 qsort(ret->maps, ret->n_maps, sizeof *ret->maps, map_by_address);
-        /* A perf time is valid from T on when T * TICKS_PER_NS <= tsc. */
+        /* A perf time T is valid from the TSC ns_to_tsc(T) on. */
         ret->valid_from = ns_to_tsc(q.from);
         ret->valid_until = q.until == MODEL_TIME_INFINITY ? UINT64_MAX : ns_to_tsc(q.until);
         return 0;

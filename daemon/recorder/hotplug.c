@@ -37,11 +37,15 @@
  * and the bundle's per-CPU info).
  */
 
+#include <time.h>
+
 #include "daemon/recorder/internal.h"
 
 /* What a live event's time_running may fall short of CLOCK_MONOTONIC:
  * NTP slews the latter by at most 500 ppm; a millisecond for the rest. */
 #define LIVENESS_SLACK_NSEC(gap) (NSEC_PER_MSEC + (gap) / 1000)
+/* The second look a suspected detach gets (see recorder_cpu_detached()). */
+#define LIVENESS_CONFIRM_NSEC (5 * NSEC_PER_MSEC)
 
 static int read_running(Recorder *r, RecorderCpu *c, uint64_t *ret) {
         uint64_t v[3]; /* value, time_enabled, time_running: RECORDER_SB_READ_FORMAT */
@@ -72,6 +76,24 @@ bool recorder_cpu_detached(Recorder *r, RecorderCpu *c, nsec_t now) {
         if (c->sb_running_valid && before > c->sb_checked_at) {
                 gap = before - c->sb_checked_at;
                 dead = running - c->sb_running + LIVENESS_SLACK_NSEC(gap) < gap;
+        }
+        if (dead) {
+                /* Confirm over a short window before closing a CPU's events:
+                 * a live event's context can be out for a moment (a
+                 * ctx_resched() of flexible events), and reopening costs
+                 * that CPU its trace. A detached event stays still. */
+                uint64_t again = 0;
+                nsec_t t0 = now_nsec(CLOCK_MONOTONIC);
+                struct timespec ts = { 0, (long) LIVENESS_CONFIRM_NSEC };
+
+                (void) nanosleep(&ts, NULL);
+                if (read_running(r, c, &again) < 0)
+                        dead = false;
+                else {
+                        gap = now_nsec(CLOCK_MONOTONIC) - t0;
+                        dead = again - running + LIVENESS_SLACK_NSEC(gap) < gap;
+                        running = again;
+                }
         }
         c->sb_running = running;
         c->sb_checked_at = now_nsec(CLOCK_MONOTONIC); /* after the read */

@@ -148,7 +148,7 @@ void *recorder_copy_thread(void *userdata) {
 int recorder_freeze(Recorder *r, nsec_t trigger_at) {
         _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = NULL;
         CopyJob *q;
-        size_t n = 0, copied = 0;
+        size_t n = 0, copied = 0, queued = 0;
         bool serial;
 
         if (r->freezing)
@@ -205,7 +205,11 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 if (serial)
                         (void) copy_one(r, s, job);
                 else
-                        q[r->queue_len++] = job; /* no copy thread looks before the broadcast below */
+                        /* Published under the lock below: a copy thread that
+                         * wakes meanwhile (spuriously, or still looking after
+                         * the last freeze) must not take a job before its
+                         * share is counted in `pending`. */
+                        q[queued++] = job;
         }
         s->frozen_at = now_nsec(CLOCK_MONOTONIC);
 
@@ -218,6 +222,7 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 pthread_mutex_unlock(&r->lock);
                 return -ENODEV;
         }
+        r->queue_len = queued;
         r->pending += (unsigned) r->queue_len;
         /* Copy threads for all but the CPU we copy first ourselves. */
         if (r->queue_len > 1)

@@ -515,6 +515,9 @@ static int render_json(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeR
                                decode_pt_error_name(r->kind), r->payload, r->from) < 0 ||
                     buf_json_string(b, strna(decode_record_string(seg, r))) < 0)
                         return -ENOMEM;
+                /* A loop walked without trace: how often, once (worker/segment.c). */
+                if (r->payload2 > 0 && buf_printf(b, ",\"count\":%" PRIu64, r->payload2) < 0)
+                        return -ENOMEM;
                 break;
         }
         return buf_puts(b, "}\n");

@@ -5,6 +5,8 @@
  * time, thread and address space the decoder has reached.
  */
 
+#include <inttypes.h>
+
 #include "client/decode/worker/segment-state.h"
 
 static int note_time(SegState *s, uint64_t tsc) {
@@ -120,7 +122,7 @@ int seg_emit_event(SegState *s, DecodeEventKind kind, bool has_ip, uint64_t ip, 
         return 0;
 }
 
-static int emit_error(SegState *s, int status, uint64_t ip, const char *detail) {
+static int emit_error(SegState *s, int status, uint64_t ip, uint64_t count, const char *detail) {
         DecodeSegmentResult *res = s->res;
         int code = pt_errcode(status);
         uint64_t offset = 0;
@@ -138,6 +140,7 @@ static int emit_error(SegState *s, int status, uint64_t ip, const char *detail) 
                 return -ENOMEM;
         r->from = ip;
         r->payload = offset;
+        r->payload2 = count;
         if (s->env->want_records) {
                 const char *msg = detail ?: pt_errstr(code);
                 r->str = (uint32_t) res->strings.size + 1;
@@ -231,14 +234,33 @@ int seg_report_error(SegState *s, int status, uint64_t ip) {
                 return r;
 
         if (s->stalled) {
+                const SegLoop *l = &s->loop;
+                bool loop = l->blocks < SEG_NO_PROGRESS_BLOCKS;
+                int k;
+
+                /* One error for the whole loop (segment.c: loop_check()),
+                 * with how often it was walked: the count, not the branches. */
                 s->stalled = false;
-                return emit_error(s, status, ip, "no progress in the trace: the code loops without needing trace "
-                                                 "(wrong image, or a loop whose end was not recorded)");
+                if (loop)
+                        k = asprintf(&detail,
+                                     "no progress in the trace: a tight loop at 0x%" PRIx64 " ran %" PRIu64
+                                     " times (%" PRIu64 " blocks) without consuming trace (its end was not "
+                                     "recorded, or the image is wrong); resuming at the next IP packet",
+                                     l->anchor, l->hits, l->blocks);
+                else
+                        k = asprintf(&detail,
+                                     "no progress in the trace: %" PRIu64 " blocks from 0x%" PRIx64
+                                     " without consuming trace (wrong image, or a loop whose end was not "
+                                     "recorded); resuming at the next IP packet",
+                                     l->blocks, l->anchor);
+                if (k < 0)
+                        return -ENOMEM;
+                return emit_error(s, status, l->anchor, loop ? l->hits : l->blocks, detail);
         }
         if (pt_errcode(status) == pte_nomap) {
                 uint64_t t = decode_attribution_time(&s->at);
                 detail = decode_images_explain_missing(s->env->images, s->at.pid, ip, t);
         } else if (asprintf(&detail, "%s", pt_errstr(pt_errcode(status))) < 0)
                 detail = NULL;
-        return emit_error(s, status, ip, detail);
+        return emit_error(s, status, ip, 0, detail);
 }

@@ -63,7 +63,8 @@ typedef struct DecodeRecord {
         uint32_t str;   /* errors: offset+1 of the message in the segment's strings */
         uint64_t tsc;   /* trace time as libipt keeps it (valid with HAS_TIME) */
         uint64_t from, to; /* branch: from/to; event: IP (HAS_IP); block: first/last IP; error: IP */
-        uint64_t payload, payload2; /* event payloads; error: trace offset; block: isid */
+        uint64_t payload, payload2; /* event payloads; error: trace offset and, for a loop walked
+                                     * without trace, how often; block: isid */
         const DecodeView *view;     /* address space the record ran in */
 } DecodeRecord;
 

@@ -29,6 +29,19 @@ typedef struct SegRecovery {
         bool finish;                   /* the next PSB's is here: hand back */
 } SegRecovery;
 
+/* The walk since the decoder last moved in the trace: code that loops
+ * without consuming trace is found by Brent's cycle search over the IPs of
+ * the blocks (segment.c: loop_check()). */
+#define SEG_NO_PROGRESS_BLOCKS (UINT64_C(1) << 22)
+
+typedef struct SegLoop {
+        uint64_t offset; /* the trace offset the walk is at */
+        uint64_t blocks; /* blocks since the offset last changed */
+        uint64_t anchor; /* a block IP the walk is watched for coming back to */
+        uint64_t hits;   /* times it came back */
+        uint64_t hits_mark; /* hits at the last power of two of blocks */
+} SegLoop;
+
 typedef struct SegState {
         const DecodeWorkerEnv *env;
         DecodeSegmentCache *c;
@@ -54,8 +67,8 @@ typedef struct SegState {
         size_t psb_reported;
         size_t mode_psb; /* the first PSB whose MODE.Exec update may come next (events.c) */
         bool done;
-        uint64_t blocks_since_check, last_offset;
-        bool stalled;
+        SegLoop loop;         /* blocks walked since the trace last moved (segment.c) */
+        bool stalled;         /* loop says: a loop that needs no trace, reported next */
         DecodeRecord scratch; /* target of seg_emit() when records are not kept */
         bool other_mode;      /* a block ran in another mode than 64-bit */
         uint8_t exec_mode;    /* enum pt_exec_mode last known (0: ptem_unknown): events are changes */

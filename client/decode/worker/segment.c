@@ -95,21 +95,48 @@ static int handle_block(SegState *s, const struct pt_block *b) {
 }
 
 /* Code that loops through direct branches needs no trace, so libipt can
- * decode it forever without reading a byte (hostile input, or a spin loop
- * whose end the trace does not show). Give up on such a stretch after a
- * generous number of blocks without moving in the trace. */
-#define NO_PROGRESS_BLOCKS (UINT64_C(1) << 22)
+ * decode it forever without reading a byte: a corrupt packet that leaves
+ * the decoder in libc abort()'s `jmp .`, or a spin loop whose end the
+ * trace does not show (wrong image). libipt has no check of its own (it
+ * would emit the loop's branch until the process runs out of memory), so
+ * the worker watches the walk between two moves in the trace: Brent's
+ * cycle search over the IPs of the blocks, restarted whenever the trace
+ * offset moves or an event comes. A loop that returns to the same IP
+ * LOOP_HITS times at one trace offset has run at least once without
+ * consuming a packet (one TNT packet holds at most 47 bits, so a loop that
+ * takes one per pass moves the offset at least every 47 passes) and from
+ * then on repeats itself exactly: it is reported once, as an error with
+ * the count, and the decode resumes at the next packet that says where
+ * execution is. SEG_NO_PROGRESS_BLOCKS bounds any other walk without trace. */
+#define LOOP_HITS 64
 
-static bool no_progress(SegState *s) {
-        uint64_t off = 0;
+static void loop_reset(SegState *s) {
+        s->loop = (SegLoop){ .offset = UINT64_MAX };
+}
 
-        if (++s->blocks_since_check < NO_PROGRESS_BLOCKS)
+static bool loop_check(SegState *s, const struct pt_block *b) {
+        SegLoop *l = &s->loop;
+        uint64_t off;
+
+        if (seg_offset(s, &off) < 0)
                 return false;
-        s->blocks_since_check = 0;
-        if (seg_offset(s, &off) < 0 || off != s->last_offset) {
-                s->last_offset = off;
+        if (off != l->offset) {
+                *l = (SegLoop){ .offset = off, .anchor = b->ip };
                 return false;
         }
+        l->blocks++;
+        if (b->ip == l->anchor)
+                l->hits++;
+        else if ((l->blocks & (l->blocks - 1)) == 0 && l->hits == l->hits_mark) {
+                /* Not back since the last power of two: the anchor was on
+                 * the way in, or the cycle is longer; watch this IP. */
+                l->anchor = b->ip;
+                l->hits = l->hits_mark = 0;
+        }
+        if ((l->blocks & (l->blocks - 1)) == 0)
+                l->hits_mark = l->hits;
+        if (l->hits < LOOP_HITS && l->blocks < SEG_NO_PROGRESS_BLOCKS)
+                return false;
         s->stalled = true;
         return true;
 }
@@ -181,6 +208,7 @@ static int run(SegState *s) {
                         status = pt_blk_event(s->dec, &ev, sizeof(ev));
                         if (status < 0)
                                 break;
+                        loop_reset(s);
                         r = seg_handle_event(s, &ev);
                         if (r < 0)
                                 return r;
@@ -226,7 +254,7 @@ static int run(SegState *s) {
                                 if (r < 0)
                                         return r;
                         }
-                        if (status >= 0 && no_progress(s))
+                        if (status >= 0 && block.ninsn > 0 && loop_check(s, &block))
                                 status = -pte_internal; /* reported below, then re-sync */
                         else if (status >= 0)
                                 continue;
@@ -244,6 +272,7 @@ static int run(SegState *s) {
                 status = seg_recover(s);
                 if (status < 0)
                         return status;
+                loop_reset(s);
         }
         r = seg_flush_pwre(s);
         if (r < 0)
@@ -284,6 +313,7 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
         int r;
 
         s.at.userdata = &s;
+        loop_reset(&s);
         decode_segment_result_reset(res, segment, seg->cpu, seg->next - seg->begin);
         if (sink && sink->start)
                 sink->start(sink->userdata);

@@ -14,7 +14,7 @@
 #include "daemon/trigger/crash.h"
 #include "daemon/trigger/details.h"
 #include "daemon/trigger/pace.h"
-#include "daemon/trigger/set.h"
+#include "daemon/trigger/set-internal.h"
 #include "daemon/trigger/unit.h"
 
 /* Cgroup= paths are resolved again this often (a unit's cgroup comes and
@@ -23,76 +23,6 @@
 /* Type=offcpu: how often the daemon looks for threads still blocked. */
 #define OFFCPU_SCAN_MIN_USEC (10 * USEC_PER_MSEC)
 #define OFFCPU_SCAN_MAX_USEC USEC_PER_SEC
-#define OFFCPU_REPORTED_MAX 256
-
-/* An off-CPU interval already reported while it lasted. */
-typedef struct Reported {
-        uint32_t tid;
-        uint64_t start_ns;
-        bool seen;
-} Reported;
-
-typedef struct Trigger {
-        TriggerSet *set;
-        size_t index;
-        const TriggerConfig *config; /* the manager's copy */
-        TriggerBpf *bpf;
-        bool running;
-        char *error;
-
-        TriggerPace pace; /* MinIntervalSec=, MaxPerHour=, MaxDumpCPUPercent= */
-        sd_event_source *resume;
-
-        bool cgroup_known;
-        uint64_t cgroup_id;
-
-        sd_event_source *scan;
-        Reported reported[OFFCPU_REPORTED_MAX];
-        size_t n_reported;
-
-        uint64_t snapshots, refused;
-        uint64_t last_event_to_handler_ns;
-} Trigger;
-
-/* One request in flight: the callback's userdata. Held by the request and,
- * while its details are filled in after the freeze, by the sender; the
- * results wait until both are done. */
-typedef struct Ticket Ticket;
-struct Ticket {
-        unsigned refs;
-        TriggerSet *set; /* NULL once the set is gone */
-        Ticket *prev, *next;
-        size_t trigger; /* SIZE_MAX: a heartbeat watchdog */
-        bool filled, answered, completed;
-        int error;
-        char *error_text, *path, *id;
-        bool coalesced;
-        uint64_t dump_cpu_ns;
-        bool crash;
-        TriggerCrash c;
-};
-
-struct TriggerSet {
-        SnapshotService service;
-        sd_event *event;
-        Trigger *triggers;
-        size_t n;
-        TriggerRing *ring;
-        sd_event_source *ring_io;
-        char *ring_error;
-        TriggerUnitSpec *unit_specs;
-        size_t *unit_spec_trigger;
-        size_t n_unit_specs;
-        TriggerUnitWatch *units;
-        TriggerWatchdogs *watchdogs;
-        /* What the kernel can run, probed once per type: 0 not yet, 1 yes,
-         * negative errno no (with the reason). */
-        int probed[_TRIGGER_TYPE_MAX];
-        char *probe_reason[_TRIGGER_TYPE_MAX];
-        sd_event_source *housekeeping;
-        Ticket *tickets;
-        char status[256];
-};
 
 /* ---- tickets ---- */
 
@@ -153,7 +83,6 @@ static void note_fired(Trigger *t, usec_t now) {
         update_kernel_quiet(t);
 }
 
-static void status_update(TriggerSet *s);
 
 static void service_state_changed(TriggerSet *s) {
         if (s->service.ops->state_changed)
@@ -166,7 +95,7 @@ static int on_resume(sd_event_source *src, uint64_t usec, void *userdata) {
         trigger_pace_resume(&t->pace);
         update_kernel_quiet(t);
         log_notice("[Trigger:%s] resumed after its suspension by MaxDumpCPUPercent=.", t->config->name);
-        status_update(t->set);
+        trigger_set_status_update(t->set);
         service_state_changed(t->set);
         return 0;
 }
@@ -199,7 +128,7 @@ static void suspended(Trigger *t, usec_t now, uint64_t cost_ns) {
                    "%%. Raise MinIntervalSec= or Threshold= if it fires too often.",
                    t->config->name, format_timespan(span, sizeof span, d), percent,
                    format_timespan(window, sizeof window, TRIGGER_GUARD_WINDOW_USEC), max / 100, max % 100);
-        status_update(t->set);
+        trigger_set_status_update(t->set);
         service_state_changed(t->set);
 }
 
@@ -366,6 +295,9 @@ static void fire_event(Trigger *t, const struct trigger_event *e, const char *ex
                 crash = (TriggerCrash){};
         }
         r = trigger_event_details(t->config, e, &t->set->service, details, k->crash ? &k->c : NULL);
+        if (r >= 0 && trigger_ring_dropped(t) > 0)
+                r = json_object_object_add(details, "events_dropped",
+                                           json_object_new_uint64(trigger_ring_dropped(t))) < 0 ? -ENOMEM : 0;
         if (r < 0)
                 log_warning_errno(r, "[Trigger:%s] Cannot describe the event in the bundle, ignoring: %m",
                                   t->config->name);
@@ -416,6 +348,7 @@ static int on_ring_io(sd_event_source *src, int fd, uint32_t revents, void *user
         k = trigger_ring_consume(s->ring);
         if (k < 0)
                 log_warning_errno(k, "Failed to read the BPF trigger ring, ignoring: %m");
+        trigger_set_log_dropped(s, false);
         return 0;
 }
 
@@ -595,6 +528,7 @@ static int on_housekeeping(sd_event_source *src, uint64_t usec, void *userdata) 
         TriggerSet *s = userdata;
         int k;
 
+        trigger_set_log_dropped(s, true);
         for (size_t i = 0; i < s->n; i++)
                 if (s->triggers[i].bpf && s->triggers[i].config->cgroup)
                         resolve_cgroup(&s->triggers[i], false);
@@ -749,7 +683,7 @@ int trigger_set_new(sd_event *event, const TriggerConfig *list, const SnapshotSe
                         return log_error_errno(k, "Cannot set up the systemd unit triggers: %m");
         }
         for (size_t i = 0; i < s->n; i++)
-                if (s->triggers[i].bpf && s->triggers[i].config->cgroup) {
+                if (s->triggers[i].bpf) {
                         k = sd_event_add_time_relative(s->event, &s->housekeeping, CLOCK_MONOTONIC,
                                                        HOUSEKEEPING_USEC, USEC_PER_SEC, on_housekeeping, s);
                         if (k < 0)
@@ -757,7 +691,7 @@ int trigger_set_new(sd_event *event, const TriggerConfig *list, const SnapshotSe
                                                        "Cannot set up the trigger housekeeping timer: %m");
                         break;
                 }
-        status_update(s);
+        trigger_set_status_update(s);
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -789,95 +723,4 @@ TriggerSet *trigger_set_free(TriggerSet *s) {
         free(s->unit_spec_trigger);
         sd_event_unref(s->event);
         return mfree(s);
-}
-
-/* ---- status ---- */
-
-/* Why a trigger that started watches nothing now, or NULL: unit triggers
- * depend on the system bus and systemd on it. */
-static const char *trigger_inactive(TriggerSet *s, const Trigger *t) {
-        if (!t->running || t->config->type != TRIGGER_TYPE_UNIT || !s->units)
-                return NULL;
-        return trigger_unit_watch_inactive(s->units);
-}
-
-static void status_update(TriggerSet *s) {
-        size_t running = 0, l;
-        bool any_suspended = false, any_inactive = false;
-
-        s->status[0] = 0;
-        if (s->n == 0)
-                return;
-        for (size_t i = 0; i < s->n; i++)
-                running += s->triggers[i].running && !trigger_inactive(s, &s->triggers[i]);
-        snprintf(s->status, sizeof s->status, "%zu trigger%s", running, running == 1 ? "" : "s");
-        if (running < s->n) {
-                l = strlen(s->status);
-                snprintf(s->status + l, sizeof s->status - l, " (%zu not running)", s->n - running);
-        }
-        /* "unit triggers ... inactive: no system bus": one reason for them all. */
-        for (size_t i = 0; i < s->n; i++) {
-                const char *why = trigger_inactive(s, &s->triggers[i]);
-                if (!why)
-                        continue;
-                l = strlen(s->status);
-                snprintf(s->status + l, sizeof s->status - l, "%s%s", any_inactive ? " " : ", ",
-                         s->triggers[i].config->name);
-                any_inactive = true;
-        }
-        if (any_inactive) {
-                l = strlen(s->status);
-                snprintf(s->status + l, sizeof s->status - l, " %s", trigger_unit_watch_inactive(s->units));
-        }
-        for (size_t i = 0; i < s->n; i++) {
-                if (!s->triggers[i].pace.suspended)
-                        continue;
-                l = strlen(s->status);
-                snprintf(s->status + l, sizeof s->status - l, "%s%s", any_suspended ? " " : ", suspended: ",
-                         s->triggers[i].config->name);
-                any_suspended = true;
-        }
-}
-
-const char *trigger_set_status(TriggerSet *s) {
-        status_update(s);
-        return s->status[0] ? s->status : NULL;
-}
-
-TriggerWatchdogs *trigger_set_watchdogs(TriggerSet *s) {
-        return s->watchdogs;
-}
-
-size_t trigger_set_count(TriggerSet *s) {
-        return s->n;
-}
-
-int trigger_set_info(TriggerSet *s, size_t i, TriggerInfo *ret) {
-        Trigger *t;
-
-        if (i >= s->n)
-                return -ENOENT;
-        t = &s->triggers[i];
-        *ret = (TriggerInfo){
-                .name = t->config->name,
-                .type = t->config->type,
-                .running = t->running && !trigger_inactive(s, t),
-                .error = t->error ?: trigger_inactive(s, t),
-                .suspended = t->pace.suspended,
-                .suspended_until = t->pace.suspended ? t->pace.suspended_until : 0,
-                .fired = t->pace.fired,
-                .snapshots = t->snapshots,
-                .refused = t->refused,
-                .throttled = t->pace.throttled,
-                .guard_cpu_ns = trigger_pace_guard_cost(&t->pace, now_usec(CLOCK_MONOTONIC)),
-                .last_event_to_handler_ns = t->last_event_to_handler_ns,
-        };
-        if (t->bpf) {
-                struct trigger_shared c;
-                trigger_bpf_counters(t->bpf, &c);
-                ret->kernel_reported = c.reported;
-                ret->kernel_suppressed = c.suppressed;
-                ret->kernel_dropped = c.dropped;
-        }
-        return 0;
 }

@@ -944,6 +944,68 @@ static void test_storm(void) {
         env_stop(&e);
 }
 
+/* ---- events lost to a full ring buffer ---- */
+
+static void child_flood(void *arg) {
+        uint64_t end = mono_ms() + 1500;
+        int x = 0;
+
+        while (mono_ms() < end)
+                x = pttest_storm_fn(x);
+}
+
+/* The daemon does not read the BPF ring while a thread calls the function
+ * in a tight loop: the ring fills and the program drops events. The loss
+ * shows in the status line and in the bundle the trigger then takes. */
+static void test_ring_full(void) {
+        _cleanup_free_ char *conf = NULL;
+        _cleanup_strv_free_ char **l = NULL;
+        _cleanup_free_ char *log = NULL;
+        char log_path[] = "/tmp/test-triggers-log-XXXXXX";
+        int log_fd, saved_stderr;
+        uint64_t end;
+        Bundle b;
+        Env e;
+
+        require_bpf(TRIGGER_TYPE_FUNCTION_HIT);
+        /* The daemon's log (stderr here), to see the loss reported. */
+        log_fd = mkstemp(log_path);
+        ASSERT_TRUE(log_fd >= 0);
+        fflush(stderr);
+        saved_stderr = dup(STDERR_FILENO);
+        ASSERT_TRUE(saved_stderr >= 0 && dup2(log_fd, STDERR_FILENO) >= 0);
+        ASSERT_TRUE(asprintf(&conf,
+                             "[Trigger:flood]\nType=function-hit\nBinary=%s\nFunction=pttest_storm_fn\n"
+                             "Comm=pttest-flood\nMinIntervalSec=0\nMaxPerHour=0\n",
+                             self) > 0);
+        env_start(&e, conf);
+        (void) env_spawn(&e, "pttest-flood", child_flood, NULL);
+        sleep_ms(1000); /* the loop does not run: nobody reads the ring */
+        end = mono_ms() + 10000;
+        while (env_bundles_written(&e) < 1 && mono_ms() < end)
+                env_run(&e, 50);
+        env_run(&e, 1500); /* the manager's status line is redone every second */
+        fflush(stderr);
+        ASSERT_TRUE(dup2(saved_stderr, STDERR_FILENO) >= 0);
+        (void) close(saved_stderr);
+        (void) close(log_fd);
+        ASSERT_OK(read_full_file(log_path, 64 << 20, &log, NULL));
+        (void) unlink(log_path);
+        ASSERT_CONTAINS(log, "[Trigger:flood] lost ");
+        ASSERT_CONTAINS(log, "events: the BPF ring buffer was full");
+        printf("flood: %" PRIu64 " reported, %" PRIu64 " dropped, %" PRIu64 " bundles; status: %s\n",
+               env_trigger(&e, "flood")->kernel_reported, env_trigger(&e, "flood")->kernel_dropped,
+               env_bundles_written(&e), manager_status_text(e.m));
+        ASSERT_TRUE(env_trigger(&e, "flood")->kernel_dropped > 0);
+        ASSERT_CONTAINS(manager_status_text(e.m), "events lost: flood ");
+        l = env_list(&e);
+        ASSERT_TRUE(strv_length(l) >= 1);
+        bundle_open(l[0], &b);
+        ASSERT_TRUE(detail_int(&b, "events_dropped") > 0);
+        bundle_close(&b);
+        env_stop(&e);
+}
+
 /* ---- a bad trigger next to good ones ---- */
 
 static void test_bad_config(void) {
@@ -975,7 +1037,7 @@ int main(int argc, char **argv) {
                 TEST(test_offcpu),           TEST(test_crash),         TEST(test_watchdog),
                 TEST(test_storm),            TEST(test_bad_config),    TEST(test_client),
                 TEST(test_watchdog_owner),   TEST(test_crash_thread),
-                TEST(test_crash_signal),
+                TEST(test_crash_signal),     TEST(test_ring_full),
         };
         ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 

@@ -287,6 +287,14 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
                          : state == BUNDLE_STATE_INCOMPLETE ? " (a CPU's trace is missing, see below)"
                                                             : "");
         field("State", buf);
+        {
+                /* Every loss the manifest records, in the daemon's words. */
+                _cleanup_free_ char *losses = NULL;
+                if (bundle_manifest_describe_losses(m, &losses) < 0)
+                        (void) log_oom();
+                else if (losses)
+                        field("Lost", losses);
+        }
         if (corrupt && corrupt[1])
                 for (char *const *c = corrupt; *c; c++)
                         field("Corrupt", *c);

@@ -60,6 +60,21 @@ char **strv_copy(char *const *l) {
         return TAKE_PTR(c);
 }
 
+char *strv_join(char *const *l, const char *sep) {
+        size_t n = 0, k = strlen(sep);
+        char *s, *p;
+
+        for (char *const *i = l; i && *i; i++)
+                n += strlen(*i) + k;
+        s = p = malloc(n + 1);
+        if (!s)
+                return NULL;
+        for (char *const *i = l; i && *i; i++)
+                p = stpcpy(stpcpy(p, i == l ? "" : sep), *i);
+        *p = 0;
+        return s;
+}
+
 bool strv_contains(char *const *l, const char *s) {
         for (; l && *l; l++)
                 if (streq(*l, s))

@@ -20,6 +20,8 @@ int strv_consume(char ***l, char *s);
 int strv_extendf(char ***l, const char *fmt, ...) _printf_(2, 3);
 int strv_extendfv(char ***l, const char *fmt, va_list ap) _printf_(2, 0);
 char **strv_copy(char *const *l);
+/* The strings with sep between them; "" for an empty or NULL list. NULL on OOM. */
+char *strv_join(char *const *l, const char *sep);
 bool strv_contains(char *const *l, const char *s);
 /* Split on whitespace; no quoting. */
 int strv_split_words(const char *s, char ***ret);

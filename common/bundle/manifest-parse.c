@@ -353,6 +353,7 @@ static int parse_sideband_kernel(Parse *p, JsonObject *root, BundleManifest *m) 
                 TRY(get_bool(p, o, "sideband", "sample_id_all", false, &m->sideband.sample_id_all));
                 TRY(get_u64(p, o, "sideband", "records", false, UINT64_MAX, &m->sideband.n_records));
                 TRY(get_u64(p, o, "sideband", "lost", false, UINT64_MAX, &m->sideband.n_lost));
+                TRY(get_u64(p, o, "sideband", "dropped_until", false, UINT64_MAX, &m->sideband.dropped_until));
         }
         TRY(get(p, root, "", "kernel", json_type_object, true, &o));
         TRY(get_str(p, o, "kernel", "kcore_member", false, &m->kernel.kcore_member));

@@ -196,6 +196,8 @@ static int serialize_sideband_kernel(JsonObject *root, const BundleManifest *m) 
         TRY(json_add_bool(sb, "sample_id_all", m->sideband.sample_id_all));
         TRY(json_add_uint64(sb, "records", m->sideband.n_records));
         TRY(json_add_uint64(sb, "lost", m->sideband.n_lost));
+        if (m->sideband.dropped_until > 0) /* absent: nothing dropped (older readers) */
+                TRY(json_add_uint64(sb, "dropped_until", m->sideband.dropped_until));
         TRY(attach(root, "sideband", &sb));
 
         TRY(add_str(k, "kcore_member", m->kernel.kcore_member));

@@ -11,6 +11,7 @@
 #include <sys/random.h>
 
 #include "common/basic/json-util.h"
+#include "common/basic/strv.h"
 #include "common/bundle/internal.h"
 #include "common/bundle/manifest.h"
 
@@ -319,7 +320,42 @@ bool bundle_manifest_is_truncated(const BundleManifest *m) {
         for (size_t i = 0; i < m->n_cpus; i++)
                 if (m->cpus[i].truncated || m->cpus[i].partial || m->cpus[i].lost)
                         return true;
-        return m->sideband.n_lost > 0;
+        return m->sideband.n_lost > 0 || m->sideband.dropped_until > 0;
+}
+
+int bundle_manifest_describe_losses(const BundleManifest *m, char **ret) {
+        _cleanup_strv_free_ char **l = NULL;
+        const BundleSideband *sb = &m->sideband;
+        int k = 0;
+
+        for (size_t i = 0; i < m->n_cpus && k >= 0; i++) {
+                const BundleCpu *c = &m->cpus[i];
+
+                if (c->truncated)
+                        k = strv_extendf(&l, "CPU %" PRIu32 " truncated (PERF_AUX_FLAG_TRUNCATED)", c->cpu);
+                if (k >= 0 && c->partial)
+                        k = strv_extendf(&l, "CPU %" PRIu32 " partial (PERF_AUX_FLAG_PARTIAL)", c->cpu);
+                if (k >= 0 && c->lost)
+                        k = strv_extendf(&l, "CPU %" PRIu32 " lost trace%s", c->cpu,
+                                         c->collision ? " (PERF_AUX_FLAG_COLLISION)" : "");
+        }
+        if (k >= 0 && sb->n_lost > 0)
+                k = strv_extendf(&l, "side-band: %" PRIu64 " records lost (PERF_RECORD_LOST)", sb->n_lost);
+        /* Relative to the trigger, as ptctl info shows times. */
+        if (k >= 0 && sb->dropped_until > 0 && m->trigger.perf_time >= sb->dropped_until)
+                k = strv_extendf(&l, "side-band: records until %.3f ms before the trigger dropped "
+                                 "(SidebandMemoryMax=)", (double) (m->trigger.perf_time - sb->dropped_until) / 1e6);
+        else if (k >= 0 && sb->dropped_until > 0)
+                k = strv_extendf(&l, "side-band: records until perf time %" PRIu64 " ns dropped (SidebandMemoryMax=)",
+                                 sb->dropped_until);
+        if (k < 0)
+                return k;
+        if (!l) {
+                *ret = NULL;
+                return 0;
+        }
+        *ret = strv_join(l, ", ");
+        return *ret ? 0 : -ENOMEM;
 }
 
 bool bundle_manifest_has_cpu_errors(const BundleManifest *m) {

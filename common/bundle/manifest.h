@@ -176,6 +176,10 @@ typedef struct BundleSideband {
         bool sample_id_all;
         uint64_t n_records;
         uint64_t n_lost; /* records the kernel reported lost (PERF_RECORD_LOST) */
+        /* Perf time of the newest record the daemon dropped for want of
+         * memory ([Trace] SidebandMemoryMax=) when it falls inside the
+         * window: records up to then may be missing. 0: nothing dropped. */
+        uint64_t dropped_until;
 } BundleSideband;
 
 typedef struct BundleKernel {
@@ -308,6 +312,11 @@ int bundle_manifest_validate(const BundleManifest *m, bool check_members, char *
 
 /* Summary flags used by `ptctl list`'s STATE column. */
 bool bundle_manifest_is_truncated(const BundleManifest *m); /* some trace or side-band data lost */
+/* Every loss the manifest records, for a person, in one line ("CPU 2
+ * truncated (PERF_AUX_FLAG_TRUNCATED), side-band: 3 records lost"): the
+ * daemon's log of the bundle and `ptctl info` say the same. *ret is NULL
+ * when nothing was lost. */
+int bundle_manifest_describe_losses(const BundleManifest *m, char **ret);
 bool bundle_manifest_has_cpu_errors(const BundleManifest *m);
 uint64_t bundle_manifest_trace_bytes(const BundleManifest *m);
 

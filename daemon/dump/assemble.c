@@ -295,7 +295,7 @@ int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, Trig
         if (k < 0)
                 return k;
         j->sideband_records = n;
-        j->sideband_complete = complete;
+        j->sideband_dropped_until = complete ? 0 : MAX(sideband_log_dropped_until(src->sideband), (uint64_t) 1);
         j->sideband_lost = src->sideband_lost;
 
         k = collect_images(j);

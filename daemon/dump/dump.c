@@ -328,6 +328,7 @@ static int dump_job_write(DumpJob *j) {
                 return job_fail(j, -ENOMEM, "out of memory");
         m->sideband.n_records = j->sideband_records;
         m->sideband.n_lost = j->sideband_lost;
+        m->sideband.dropped_until = j->sideband_dropped_until;
         r = bundle_writer_add_member(w, "sideband.perf", j->sideband.data, j->sideband.size, 0, &error);
         if (r < 0)
                 return job_fail(j, r, "cannot write the side-band: %s", strna(error));

@@ -33,7 +33,10 @@ typedef struct DumpJob {
         Buffer sideband;          /* synthesized process state first, then the raw records, time ordered */
         uint64_t sideband_records;
         uint64_t sideband_lost;   /* PERF_RECORD_LOST seen since the previous bundle */
-        bool sideband_complete;   /* the log held everything since the window start */
+        /* The newest record SidebandMemoryMax= dropped from the log, when it
+         * is inside the window (the log lacks what came before); 0: the log
+         * held everything since the window start. */
+        uint64_t sideband_dropped_until;
         /* The late side-band (daemon/manager/intake.h, sideband_intake_mark_late()):
          * when set, the dump thread hands the job back once it has read the
          * kernel, for the records released since late_mark, and writes the

@@ -41,21 +41,26 @@ void dumps_vacuum(const DumpSettings *settings, const char *just_written) {
                 dump_queue_log_vacuum(&vr, ": [Storage] limits");
 }
 
+/* A bundle with losses (its manifest's: AUX flags, side-band lost or
+ * dropped) says so in the same line, as a warning with LOSSES=. */
 static void log_bundle_written(const DumpJob *job) {
-        _cleanup_free_ char *fp = NULL, *fr = NULL, *fs = NULL, *fz = NULL, *fc = NULL;
+        _cleanup_free_ char *fp = NULL, *fr = NULL, *fs = NULL, *fz = NULL, *fc = NULL, *losses = NULL,
+                            *fl = NULL;
         char sz[FORMAT_BYTES_MAX];
 
         if (asprintf(&fp, "BUNDLE_PATH=%s", job->path) < 0 ||
             asprintf(&fr, "REASON=%s", job->manifest->trigger.reason) < 0 ||
             asprintf(&fs, "SOURCE=%s", job->manifest->trigger.source) < 0 ||
-            asprintf(&fz, "SIZE=%" PRIu64, job->size) < 0 || asprintf(&fc, "CPUS=%zu", job->manifest->n_cpus) < 0) {
+            asprintf(&fz, "SIZE=%" PRIu64, job->size) < 0 || asprintf(&fc, "CPUS=%zu", job->manifest->n_cpus) < 0 ||
+            bundle_manifest_describe_losses(job->manifest, &losses) < 0 ||
+            (losses && asprintf(&fl, "LOSSES=%s", losses) < 0)) {
                 (void) log_oom();
                 return;
         }
-        log_struct(LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_BUNDLE_WRITTEN, fp, fr, fs, fz, fc),
-                   "Bundle %s written (%s, %zu CPUs, %" PRIu64 " ms)", job->path,
+        log_struct(losses ? LOG_WARNING : LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_BUNDLE_WRITTEN, fp, fr, fs, fz, fc, fl),
+                   "Bundle %s written (%s, %zu CPUs, %" PRIu64 " ms)%s%s", job->path,
                    format_bytes(sz, sizeof sz, job->size), job->manifest->n_cpus,
-                   (job->finished_at - job->started_at) / NSEC_PER_MSEC);
+                   (job->finished_at - job->started_at) / NSEC_PER_MSEC, losses ? "; lost: " : "", strempty(losses));
 }
 
 /* Answer the requests of one finished job, truthfully: a job the dump

@@ -36,7 +36,8 @@ void sideband_log_expire(SidebandLog *l, uint64_t before);
 int sideband_log_slice(SidebandLog *l, uint64_t t0, Buffer *out, uint64_t *ret_records, bool *ret_complete);
 
 uint64_t sideband_log_bytes(SidebandLog *l);
-/* For tests: records held, and the time of the newest record dropped for
- * lack of memory (0: none); slices say what they miss with ret_complete. */
+/* For tests: records held. */
 uint64_t sideband_log_records(SidebandLog *l);
+/* The time of the newest record dropped for lack of memory (0: none);
+ * slices say whether they miss any with ret_complete. */
 uint64_t sideband_log_dropped_until(SidebandLog *l);

@@ -110,6 +110,31 @@ run 2 "$ptctl" info
 run 0 "$ptctl" info --directory "$dir" e.tar
 ! grep -q $'\x1b' <<<"$out" || fail "escape character reached the terminal (info)"
 
+# Losses: each one the manifest records makes the bundle truncated in list
+# and is named by info. Side-band dropped by SidebandMemoryMax= (issue 17:
+# listed as present while mmaps were missing), and a ToPA STOP.
+edit=$(dirname "$(readlink -f "$0")")/bundle-edit.py
+mkdir "$tmp/losses"
+python3 "$edit" "$dir/a.tar" "$tmp/losses/dropped.tar" \
+    'm["sideband"]["dropped_until"] = m["trigger"]["perf_time"] - 5000000'
+python3 "$edit" "$dir/a.tar" "$tmp/losses/stopped.tar" 'm["cpus"][0]["truncated"] = True'
+run 0 "$ptctl" list --directory "$tmp/losses"
+[ "$(grep -c ' truncated\b' <<<"$out")" -eq 2 ] || fail "losses not truncated in list: $out"
+run 0 "$ptctl" info "$tmp/losses/dropped.tar"
+has "State: truncated"
+has "Lost: side-band: records until 5.000 ms before the trigger dropped (SidebandMemoryMax=)"
+run 0 "$ptctl" info "$tmp/losses/stopped.tar"
+has "Lost: CPU 0 truncated (PERF_AUX_FLAG_TRUNCATED)"
+run 0 "$ptctl" info --json "$tmp/losses/dropped.tar"
+python3 -c '
+import json, sys
+o = json.loads(sys.stdin.read())
+assert o["state"] == "truncated", o["state"]
+assert o["manifest"]["sideband"]["dropped_until"] == o["manifest"]["trigger"]["perf_time"] - 5000000
+' <<<"$out" || fail "info --json of a bundle with side-band dropped: $out"
+run 0 "$ptctl" info "$dir/a.tar"
+hasnt "Lost:"
+
 # Permissions: a user who may not read bundles sees them as inaccessible.
 if [ "$(id -u)" -eq 0 ] && command -v setpriv >/dev/null; then
     chmod 755 "$tmp" "$dir"

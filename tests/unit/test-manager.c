@@ -396,4 +396,66 @@ static void test_aux_flags(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
-RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size), TEST(test_aux_flags));
+/* SidebandMemoryMax= drops the oldest side-band when more comes than it
+ * holds: a bundle whose window reaches back past a drop says so (manifest,
+ * and so ptctl list's STATE and info, and the log line of the dump), where
+ * before it listed as present with mmaps missing. */
+static void test_sideband_dropped(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+        _cleanup_buffer_ Buffer recs = BUFFER_NULL;
+        _cleanup_free_ char *err = NULL, *losses = NULL;
+        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        char path[200];
+        const BundleManifest *mf;
+        PtracedConfig c;
+        Done d = {};
+
+        if (cpu > 15)
+                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        test_config(dir, &c);
+        c.buffer_size = 1 << 20; /* a window of about 125 ms at the emulated 8 MB/s */
+        c.sideband_buffer_size = 4 << 20;
+        c.sideband_memory_max = 1 << 20;
+        c.image_max = 4096;
+        manager_block_signals();
+        ASSERT_OK(manager_new(&c, sim_test_backend_new(cpu + 1, 8 << 20, NULL), &m));
+        ptraced_config_done(&c);
+        ASSERT_OK(manager_start(m, 0));
+        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        /* 2 MiB of mmaps within the window: twice what the log may hold. */
+        memset(path, 'x', sizeof path - 1);
+        path[0] = '/';
+        path[sizeof path - 1] = 0;
+        for (unsigned i = 0; recs.size < 2U << 20; i++) {
+                PerfSampleId sid = { .pid = 9, .tid = 9, .time = now_nsec(CLOCK_MONOTONIC), .cpu = cpu,
+                                     .sample_type = PTRACED_SAMPLE_TYPE };
+                ASSERT_OK(perf_record_append_mmap2(&recs, PERF_RECORD_MISC_USER, 9, 9, 0x400000 + i * 0x1000ULL,
+                                                   0x1000, 0, NULL, 0, 0, 0, 0, 5, 2, path, &sid));
+        }
+        inject(m, cpu, &recs);
+        for (int i = 0; i < 5; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        manager_trigger(m, request("dropped", &d));
+        run_until(m, &d.called);
+        ASSERT_OK(d.error);
+
+        ASSERT_OK(bundle_reader_open(d.path, NULL, &r, &err));
+        mf = bundle_reader_manifest(r);
+        printf("  side-band: %" PRIu64 " records, dropped until %" PRIu64 ", window from %" PRIu64 "\n",
+               mf->sideband.n_records, mf->sideband.dropped_until, mf->window.start_time);
+        ASSERT_TRUE(mf->sideband.dropped_until > 0);
+        ASSERT_TRUE(bundle_manifest_is_truncated(mf));
+        ASSERT_OK(bundle_manifest_describe_losses(mf, &losses));
+        ASSERT_CONTAINS(losses, "(SidebandMemoryMax=)");
+
+        m = manager_free(m);
+        free(d.path);
+        ASSERT_OK(rm_rf(dir));
+}
+
+RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size), TEST(test_aux_flags),
+          TEST(test_sideband_dropped));

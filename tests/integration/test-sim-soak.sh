@@ -42,7 +42,7 @@ pids+=("$churn")
 ok=0 refused=0 decoded=0 n=0
 while kill -0 "$churn" 2>/dev/null; do
     n=$((n + 1))
-    if bundle=$("$ptctl" --socket "$sock" snapshot --timeout 120 --reason "soak-$n" 2>"$tmp/snapshot.err"); then
+    if bundle=$("$ptctl" --socket "$sock" snapshot --timeout 60 --reason "soak-$n" 2>"$tmp/snapshot.err"); then
         ok=$((ok + 1))
         if [ $((ok % 5)) -eq 1 ] && [ -f "$bundle" ]; then
             rc=0

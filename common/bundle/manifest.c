@@ -345,9 +345,9 @@ int bundle_manifest_describe_losses(const BundleManifest *m, char **ret) {
         if (k >= 0 && sb->dropped_until > 0 && m->trigger.perf_time >= sb->dropped_until)
                 k = strv_extendf(&l, "side-band: records until %.3f ms before the trigger dropped "
                                  "(SidebandMemoryMax=)", (double) (m->trigger.perf_time - sb->dropped_until) / 1e6);
-        else if (k >= 0 && sb->dropped_until > 0)
-                k = strv_extendf(&l, "side-band: records until perf time %" PRIu64 " ns dropped (SidebandMemoryMax=)",
-                                 sb->dropped_until);
+        else if (k >= 0 && sb->dropped_until > 0) /* during a long freeze */
+                k = strv_extendf(&l, "side-band: records until %.3f ms after the trigger dropped "
+                                 "(SidebandMemoryMax=)", (double) (sb->dropped_until - m->trigger.perf_time) / 1e6);
         if (k < 0)
                 return k;
         if (!l) {

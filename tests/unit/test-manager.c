@@ -390,6 +390,13 @@ static void test_aux_flags(void) {
                 ASSERT_FALSE(bc->collision);
         }
         ASSERT_TRUE(bundle_manifest_is_truncated(mf));
+        /* ... and the words the dump's log line and ptctl info use. */
+        {
+                _cleanup_free_ char *losses = NULL;
+                ASSERT_OK(bundle_manifest_describe_losses(mf, &losses));
+                ASSERT_CONTAINS(losses, "CPU 1 partial (PERF_AUX_FLAG_PARTIAL)");
+                ASSERT_CONTAINS(losses, "CPU 2 truncated (PERF_AUX_FLAG_TRUNCATED)");
+        }
 
         m = manager_free(m);
         free(d.path);

@@ -51,6 +51,8 @@ int ptctl_exit_code_for_error(const char *error) {
                 return PTCTL_EXIT_DENIED;
         if (streq(error, PTRACED_ERROR_SHUTTING_DOWN))
                 return PTCTL_EXIT_NOT_RUNNING;
+        if (streq(error, PTRACED_ERROR_NO_SUCH_SNAPSHOT) || streq(error, PTRACED_ERROR_NO_SUCH_WATCHDOG))
+                return PTCTL_EXIT_NO_MATCH;
         if (streq(error, PTRACED_ERROR_INVALID_PARAMETER) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
                 return PTCTL_EXIT_USAGE;
         return PTCTL_EXIT_FAILURE;

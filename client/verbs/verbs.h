@@ -33,11 +33,16 @@ typedef struct Verb {
          * "## <verb>". */
         const struct option *options;
         const char *short_options;
+        /* The io.ptraced and org.varlink.service methods the verb calls
+         * (NULL-terminated, or NULL): test-ptctl-methods checks that every
+         * method of protocol_methods[] has a verb. */
+        const char *const *methods;
 } Verb;
 
 typedef struct PtctlGlobals {
         const char *socket_path;
         bool json;
+        bool version; /* --version anywhere: ptctl(1) says global options go before or after the verb */
 } PtctlGlobals;
 
 extern PtctlGlobals arg_globals;
@@ -49,6 +54,10 @@ extern const Verb verb_decode;
 extern const Verb verb_snapshot;
 extern const Verb verb_status;
 extern const Verb verb_export;
+extern const Verb verb_wait;
+extern const Verb verb_watchdog;
+extern const Verb verb_bundles;
+extern const Verb verb_introspect;
 
 /* client/verbs/args.c: take --socket and --json out of argv, wherever they are. */
 int ptctl_take_global_options(int *argc, char **argv, char **ret_error);

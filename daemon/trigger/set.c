@@ -848,6 +848,12 @@ TriggerWatchdogs *trigger_set_watchdogs(TriggerSet *s) {
         return s->watchdogs;
 }
 
+void trigger_set_adopt_watchdogs(TriggerSet *s, TriggerSet *from) {
+        trigger_watchdogs_free(s->watchdogs);
+        s->watchdogs = TAKE_PTR(from->watchdogs);
+        trigger_watchdogs_set_fired(s->watchdogs, on_watchdog_fired, s);
+}
+
 size_t trigger_set_count(TriggerSet *s) {
         return s->n;
 }

@@ -163,6 +163,12 @@ static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
                 return 0;
         }
 
+        /* The emulated PMU makes its own sysfs tree: an option that
+         * would be ignored is refused. */
+        if (arg_sysfs_root)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                       "--sysfs-root applies to Source=kernel; the emulated PMU (Source=sim) "
+                                       "describes itself");
 #if HAVE_EMULATED_PMU
         /* The emulated PMU, fed by the trace synthesizer. */
         SimBackendOptions so = {

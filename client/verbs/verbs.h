@@ -11,15 +11,27 @@
 
 #include "common/basic/macro.h"
 
-/* Exit codes, documented in ptctl(1). */
+/* Exit codes, one table for every verb, documented in ptctl(1) (EXIT
+ * STATUS). */
 enum {
         PTCTL_EXIT_OK = 0,
         PTCTL_EXIT_FAILURE = 1,     /* the operation failed (daemon error, decode error with --strict) */
         PTCTL_EXIT_USAGE = 2,       /* bad command line */
         PTCTL_EXIT_NOT_RUNNING = 3, /* the daemon is not reachable */
-        PTCTL_EXIT_NO_MATCH = 4,    /* list/info: nothing matched */
+        PTCTL_EXIT_NO_MATCH = 4,    /* no such bundle, file, request or watchdog; nothing matched */
         PTCTL_EXIT_DENIED = 5,      /* permission denied (socket or bundle) */
 };
+
+/* The exit code for an error opening or reading an input (a bundle, a
+ * perf.data file, a trace): the same missing file exits the same code
+ * from info, decode and export. */
+static inline int ptctl_exit_code_for_errno(int r) {
+        if (r == -ENOENT || r == -ENOTDIR)
+                return PTCTL_EXIT_NO_MATCH;
+        if (r == -EACCES || r == -EPERM)
+                return PTCTL_EXIT_DENIED;
+        return PTCTL_EXIT_FAILURE;
+}
 
 struct option;
 

@@ -65,22 +65,10 @@ static int verb_bundles_run(int argc, char **argv) {
         VarlinkReply reply = {};
         int r;
 
-        while ((r = getopt_long(argc, argv, verb_bundles.short_options, bundles_options, NULL)) >= 0)
-                switch (r) {
-                case 'h':
-                        help();
-                        return PTCTL_EXIT_OK;
-                default:
-                        return PTCTL_EXIT_USAGE;
-                }
-        if (optind < argc) {
-                log_error("ptctl bundles takes no arguments; unexpected '%s' (ptctl list filters)", argv[optind]);
-                return PTCTL_EXIT_USAGE;
-        }
-        r = ptctl_daemon_connect(&c);
-        if (r != 0)
+        r = ptctl_parse_help_only(&verb_bundles, argc, argv, 0, help);
+        if (r >= 0)
                 return r;
-        r = ptctl_daemon_call(c, PTRACED_METHOD_LIST_BUNDLES, NULL, CALL_TIMEOUT, "ListBundles", &reply);
+        r = ptctl_daemon_connect_and_call(&c, PTRACED_METHOD_LIST_BUNDLES, NULL, CALL_TIMEOUT, "ListBundles", &reply);
         if (r != 0)
                 return r;
         if (!json_object_object_get_ex(reply.parameters, "bundles", &list) ||

@@ -57,24 +57,12 @@ static int verb_introspect_run(int argc, char **argv) {
         VarlinkReply reply = {};
         int r;
 
-        while ((r = getopt_long(argc, argv, verb_introspect.short_options, introspect_options, NULL)) >= 0)
-                switch (r) {
-                case 'h':
-                        help();
-                        return PTCTL_EXIT_OK;
-                default:
-                        return PTCTL_EXIT_USAGE;
-                }
-        if (optind + 1 < argc) {
-                log_error("ptctl introspect takes at most one INTERFACE; unexpected '%s'", argv[optind + 1]);
-                return PTCTL_EXIT_USAGE;
-        }
+        r = ptctl_parse_help_only(&verb_introspect, argc, argv, 1, help);
+        if (r >= 0)
+                return r;
         if (optind < argc)
                 interface = argv[optind];
 
-        r = ptctl_daemon_connect(&c);
-        if (r != 0)
-                return r;
         if (interface) {
                 p = json_object_new_object();
                 if (!p || json_object_object_add(p, "interface", json_object_new_string(interface)) < 0) {
@@ -83,8 +71,9 @@ static int verb_introspect_run(int argc, char **argv) {
                         return PTCTL_EXIT_FAILURE;
                 }
         }
-        r = ptctl_daemon_call(c, interface ? VARLINK_METHOD_GET_INTERFACE_DESCRIPTION : VARLINK_METHOD_GET_INFO, p,
-                              CALL_TIMEOUT, interface ?: "GetInfo", &reply);
+        r = ptctl_daemon_connect_and_call(&c,
+                                          interface ? VARLINK_METHOD_GET_INTERFACE_DESCRIPTION : VARLINK_METHOD_GET_INFO,
+                                          p, CALL_TIMEOUT, interface ?: "GetInfo", &reply);
         json_object_put(p);
         if (r != 0)
                 return r;

@@ -191,23 +191,10 @@ static int verb_status_run(int argc, char **argv) {
         VarlinkReply reply = {};
         int r;
 
-        while ((r = getopt_long(argc, argv, verb_status.short_options, status_options, NULL)) >= 0)
-                switch (r) {
-                case 'h':
-                        help();
-                        return PTCTL_EXIT_OK;
-                default:
-                        return PTCTL_EXIT_USAGE;
-                }
-        if (optind < argc) {
-                log_error("ptctl status takes no arguments; unexpected '%s'", argv[optind]);
-                return PTCTL_EXIT_USAGE;
-        }
-
-        r = ptctl_daemon_connect(&c);
-        if (r != 0)
+        r = ptctl_parse_help_only(&verb_status, argc, argv, 0, help);
+        if (r >= 0)
                 return r;
-        r = ptctl_daemon_call(c, PTRACED_METHOD_STATUS, NULL, STATUS_TIMEOUT, "Status", &reply);
+        r = ptctl_daemon_connect_and_call(&c, PTRACED_METHOD_STATUS, NULL, STATUS_TIMEOUT, "Status", &reply);
         if (r != 0)
                 return r;
         if (arg_globals.json)

@@ -130,9 +130,6 @@ static int verb_watchdog_run(int argc, char **argv) {
                 }
         }
 
-        r = ptctl_daemon_connect(&c);
-        if (r != 0)
-                return r;
         if (name) {
                 p = json_object_new_object();
                 if (!p || json_object_object_add(p, "name", json_object_new_string(name)) < 0 ||
@@ -142,7 +139,7 @@ static int verb_watchdog_run(int argc, char **argv) {
                         return PTCTL_EXIT_FAILURE;
                 }
         }
-        r = ptctl_daemon_call(c, method, p, CALL_TIMEOUT, name ? name : "Status", &reply);
+        r = ptctl_daemon_connect_and_call(&c, method, p, CALL_TIMEOUT, name ? name : "Status", &reply);
         json_object_put(p);
         if (r != 0)
                 return r;

@@ -157,7 +157,8 @@ int reload_apply(const ReloadTargets *t, PtracedConfig *next, char **ret_summary
                 if (c->error)
                         return asprintf(ret_error, "[Trigger:%s] rejected: %s", c->name, c->error) < 0 ? -ENOMEM
                                                                                                           : -EINVAL;
-        if (!next->directory && !(next->directory = strdup(running->directory)))
+        /* As manager_new(): no Directory= is the default one. */
+        if (!next->directory && !(next->directory = strdup(PTRACED_BUNDLE_DIR)))
                 return -ENOMEM;
         k = reload_keep_restart_keys(running, next, &restart);
         if (k < 0)

@@ -11,6 +11,9 @@ set -euo pipefail
 build=$1
 . "$(dirname "$0")/sim-daemon.sh"
 
+# Output is taken whole, then searched: grep -q would close the pipe early
+# and, with pipefail, ptctl's SIGPIPE would fail the test.
+out() { "$@" > "$tmp/out" || fail "'$*' exited $?"; }
 json() { "$ptctl" --socket "$sock" --json status | python3 -c "import json,sys; print(json.load(sys.stdin)$1)"; }
 sim_conf "$tmp/c.conf" 1M 8M </dev/null
 start_daemon "$tmp/c.conf"
@@ -28,7 +31,8 @@ rc=0; "$ptctl" --socket "$sock" wait not-an-id 2>/dev/null || rc=$?
 # Watchdogs.
 "$ptctl" --socket "$sock" watchdog register quick -t 50ms >/dev/null || fail "watchdog register"
 sleep 0.5
-"$ptctl" --socket "$sock" watchdog list | grep -q "^quick .* fired" || fail "watchdog list does not show the miss"
+out "$ptctl" --socket "$sock" watchdog list
+grep -q "^quick .* fired" "$tmp/out" || fail "watchdog list does not show the miss"
 [ "$(json "['watchdogs'][0]['fired']")" = 1 ] || fail "Status does not count the watchdog's miss"
 "$ptctl" --socket "$sock" watchdog ping quick || fail "watchdog ping"
 "$ptctl" --socket "$sock" watchdog remove quick || fail "watchdog remove"
@@ -38,9 +42,12 @@ rc=0; "$ptctl" --socket "$sock" watchdog register x 2>/dev/null || rc=$?
 [ "$rc" = 2 ] || fail "register without --timeout exited $rc, not 2"
 
 # ListBundles and the varlink service interface; PTRACED_SOCKET.
-PTRACED_SOCKET=$sock "$ptctl" bundles | grep -q "$(basename "$path")" || fail "bundles does not list $path"
-"$ptctl" --socket "$sock" introspect | grep -q "io.ptraced" || fail "introspect"
-"$ptctl" --socket "$sock" introspect io.ptraced | grep -q "^method Status" || fail "introspect io.ptraced"
+out env PTRACED_SOCKET="$sock" "$ptctl" bundles
+grep -q "$(basename "$path")" "$tmp/out" || fail "bundles does not list $path"
+out "$ptctl" --socket "$sock" introspect
+grep -q "io.ptraced" "$tmp/out" || fail "introspect"
+out "$ptctl" --socket "$sock" introspect io.ptraced
+grep -q "^method Status" "$tmp/out" || fail "introspect io.ptraced"
 
 # A protocol error is counted and shown.
 python3 - "$sock" <<'PY'
@@ -50,7 +57,8 @@ try: s.recv(4096)
 except OSError: pass
 PY
 [ "$(json "['control']['protocol_errors']")" -ge 1 ] || fail "the protocol error is not counted"
-"$ptctl" --socket "$sock" status | grep -q "Control: .* [1-9][0-9]* protocol errors" || fail "status text lacks the control counters"
+out "$ptctl" --socket "$sock" status
+grep -q "Control: .* [1-9][0-9]* protocol errors" "$tmp/out" || fail "status text lacks the control counters"
 
 stop_daemon
 echo "ok: wait, watchdog, bundles, introspect and the status counters"

@@ -20,6 +20,10 @@ static const Verb *const verbs[] = {
         &verb_snapshot,
         &verb_status,
         &verb_export,
+        &verb_wait,
+        &verb_watchdog,
+        &verb_bundles,
+        &verb_introspect,
         NULL,
 };
 
@@ -35,7 +39,8 @@ static void help(void) {
                "Options:\n"
                "  -h --help            Show this help\n"
                "     --version         Show version\n"
-               "     --socket PATH     Talk to the daemon at PATH (default %s)\n"
+               "     --socket PATH     Talk to the daemon at PATH (default $PTRACED_SOCKET,\n"
+               "                       else %s)\n"
                "     --json            Machine-readable output\n"
                "\n"
                "See ptctl(1) and 'ptctl VERB --help'.\n",
@@ -57,6 +62,11 @@ int main(int argc, char **argv) {
                 return PTCTL_EXIT_USAGE;
         }
 
+        /* Wherever it is, like the other global options (ptctl(1)). */
+        if (arg_globals.version) {
+                printf("ptctl %s\n", PACKAGE_VERSION);
+                return 0;
+        }
         if (argc < 2) {
                 help();
                 return PTCTL_EXIT_USAGE;
@@ -64,10 +74,6 @@ int main(int argc, char **argv) {
         name = argv[1];
         if (streq(name, "-h") || streq(name, "--help") || streq(name, "help")) {
                 help();
-                return 0;
-        }
-        if (streq(name, "--version")) {
-                printf("ptctl %s\n", PACKAGE_VERSION);
                 return 0;
         }
         if (name[0] == '-') {

@@ -51,7 +51,8 @@ static void help(void) {
                "                         emulated PMU's own record of every CPU's ring to\n"
                "                         DIR/<n>/cpu<N>.pt (tests compare bundles with it)\n"
                "\n"
-               "Signals: SIGTERM/SIGINT stop, SIGUSR2 takes a snapshot (reason \"signal\").\n"
+               "Signals: SIGTERM/SIGINT stop, SIGUSR2 takes a snapshot (reason \"signal\"),\n"
+               "SIGHUP reloads the configuration (what can change without a restart).\n"
                "Control: 'ptctl snapshot', 'ptctl status' over %s\n"
                "([Control] Socket=, or the socket systemd passes).\n"
                "See ptraced(8) and ptraced.conf(5).\n",
@@ -123,6 +124,28 @@ static int parse_argv(int argc, char **argv) {
         return 1;
 }
 
+/* The files, then the command line's overrides: at start-up and on every
+ * reload (SIGHUP), so both see the same configuration. */
+static int load_config(PtracedConfig *c, char ***ret_warnings, char **ret_error, void *userdata) {
+        int r;
+
+        r = ptraced_config_load(c, arg_config, ret_warnings, ret_error);
+        if (r < 0)
+                return r;
+        if (arg_source >= 0)
+                c->source = arg_source;
+        if (arg_sim_truth_dir && c->source != TRACE_SOURCE_SIM)
+                return asprintf(ret_error, "--sim-truth-dir needs --source=sim") < 0 ? -ENOMEM : -EINVAL;
+        /* The simulated source traces user space only (no kernel code to
+         * walk without /proc/kcore): that is its default event, and what
+         * the bundles' manifests then say. */
+#if HAVE_EMULATED_PMU
+        if (c->source == TRACE_SOURCE_SIM && !c->event && !(c->event = strdup(SIM_SOURCE_DEFAULT_EVENT)))
+                return -ENOMEM;
+#endif
+        return 0;
+}
+
 static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
         int r = 0;
 
@@ -140,6 +163,12 @@ static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
                 return 0;
         }
 
+        /* The emulated PMU makes its own sysfs tree: an option that
+         * would be ignored is refused. */
+        if (arg_sysfs_root)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL),
+                                       "--sysfs-root applies to Source=kernel; the emulated PMU (Source=sim) "
+                                       "describes itself");
 #if HAVE_EMULATED_PMU
         /* The emulated PMU, fed by the trace synthesizer. */
         SimBackendOptions so = {
@@ -234,27 +263,13 @@ static int run(int argc, char **argv) {
         if (r <= 0)
                 return r;
 
-        r = ptraced_config_load(&config, arg_config, &warnings, &error);
-        if (r == -EINVAL)
+        r = load_config(&config, &warnings, &error, NULL);
+        if (r < 0 && error)
                 return log_error_errno(r, "%s", error);
         if (r < 0)
                 return log_error_errno(r, "Failed to load the configuration: %m");
         for (char **w = warnings; w && *w; w++)
                 log_warning("%s, ignoring.", *w);
-        if (arg_source >= 0)
-                config.source = arg_source;
-        if (arg_sim_truth_dir && config.source != TRACE_SOURCE_SIM)
-                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "--sim-truth-dir needs --source=sim");
-        /* The simulated source traces user space only (no kernel code to
-         * walk without /proc/kcore): that is its default event, and what
-         * the bundles' manifests then say. */
-#if HAVE_EMULATED_PMU
-        if (config.source == TRACE_SOURCE_SIM && !config.event) {
-                config.event = strdup(SIM_SOURCE_DEFAULT_EVENT);
-                if (!config.event)
-                        return log_oom();
-        }
-#endif
 
         r = make_backend(&config, &backend);
         if (r < 0)
@@ -274,6 +289,7 @@ static int run(int argc, char **argv) {
         if (arg_sim_truth_dir)
                 manager_set_snapshot_hook(m, write_sim_truth, NULL);
 #endif
+        manager_set_config_loader(m, load_config, NULL);
         r = manager_start(m, MAX(n_fds, 0));
         if (r < 0)
                 return r;

@@ -46,6 +46,8 @@ typedef struct Run {
         DecodeRecord **records_pool;
         size_t *records_pool_allocated;
         size_t n_records_pool, max_records_pool;
+        /* Counts each segment as a worker finishes it, in any order. */
+        DecodeProgress *progress;
 } Run;
 
 static void run_done(Run *run) {
@@ -166,6 +168,8 @@ static void *run_job(void *userdata, size_t worker, size_t job, int *ret_error) 
                 *ret_error = r;
                 return NULL;
         }
+        if (run->progress)
+                decode_progress_update(run->progress, res->stats.bytes);
         if (d->render_in_workers) {
                 /* The worker rendered the text; it is all this thread
                  * needs, and the array goes back to the worker for its
@@ -252,7 +256,6 @@ static int consume(Run *run, DecodeStitcher *st, DecodeFormatCache *cache, void 
                                 if (r < 0)
                                         return r;
                         }
-                        decode_progress_update(pg, it.segment->stats.bytes);
                         break;
                 }
         }
@@ -302,6 +305,9 @@ int decoder_run(Decoder *d, FILE *out, char **ret_error) {
         int r;
 
         r = run_setup(&run, d, out);
+        /* Before the workers start: they count into it. */
+        decode_progress_init(&pg, r >= 0 ? d->opts.progress : 0, d->plan.bytes);
+        run.progress = &pg;
         if (r < 0)
                 goto finish;
         r = decode_format_cache_new(&cache);
@@ -323,9 +329,8 @@ int decoder_run(Decoder *d, FILE *out, char **ret_error) {
                 if (r < 0)
                         goto finish;
         }
-        decode_progress_init(&pg, d->opts.progress, d->plan.bytes);
         r = consume(&run, st, cache, fstate, &pg, &buf);
-        decode_progress_done(&pg);
+        decode_progress_done(&pg); /* before the summary is written */
         if (r >= 0 && f->end)
                 r = f->end(&d->output, fstate, &buf);
         if (r >= 0 && f->summary) {
@@ -346,6 +351,7 @@ finish:
         /* Join the workers before freeing what they use. */
         st = decode_stitcher_free(st);
         pool = decode_pool_free(pool);
+        decode_progress_done(&pg);
         run_done(&run);
         return r;
 }

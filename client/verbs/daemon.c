@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <getopt.h>
+
 #include "client/verbs/bundles.h"
 #include "client/verbs/daemon.h"
 #include "client/verbs/verbs.h"
@@ -46,11 +48,41 @@ int ptctl_daemon_connect(VarlinkClient **ret) {
         }
 }
 
+int ptctl_daemon_connect_and_call(VarlinkClient **c, const char *method, struct json_object *parameters,
+                                  usec_t timeout, const char *what, VarlinkReply *ret) {
+        int r = ptctl_daemon_connect(c);
+
+        if (r != 0)
+                return r;
+        return ptctl_daemon_call(*c, method, parameters, timeout, what, ret);
+}
+
+int ptctl_parse_help_only(const Verb *v, int argc, char **argv, int max_args, void (*help)(void)) {
+        int r;
+
+        while ((r = getopt_long(argc, argv, v->short_options, v->options, NULL)) >= 0)
+                switch (r) {
+                case 'h':
+                        help();
+                        return PTCTL_EXIT_OK;
+                default:
+                        return PTCTL_EXIT_USAGE;
+                }
+        if (argc - optind > max_args) {
+                log_error("ptctl %s takes %s; unexpected '%s'", v->name,
+                          max_args == 0 ? "no arguments" : "at most one argument", argv[optind + max_args]);
+                return PTCTL_EXIT_USAGE;
+        }
+        return -1;
+}
+
 int ptctl_exit_code_for_error(const char *error) {
         if (streq(error, PTRACED_ERROR_PERMISSION_DENIED))
                 return PTCTL_EXIT_DENIED;
         if (streq(error, PTRACED_ERROR_SHUTTING_DOWN))
                 return PTCTL_EXIT_NOT_RUNNING;
+        if (streq(error, PTRACED_ERROR_NO_SUCH_SNAPSHOT) || streq(error, PTRACED_ERROR_NO_SUCH_WATCHDOG))
+                return PTCTL_EXIT_NO_MATCH;
         if (streq(error, PTRACED_ERROR_INVALID_PARAMETER) || streq(error, VARLINK_ERROR_INVALID_PARAMETER))
                 return PTCTL_EXIT_USAGE;
         return PTCTL_EXIT_FAILURE;

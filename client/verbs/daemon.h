@@ -22,6 +22,18 @@ int ptctl_daemon_connect(VarlinkClient **ret);
 int ptctl_daemon_call(VarlinkClient *c, const char *method, struct json_object *parameters, usec_t timeout,
                       const char *what, VarlinkReply *ret);
 
+/* Connect (into *c, the caller's to free) and make one call: 0 with *ret,
+ * or the exit code, as the two above. */
+int ptctl_daemon_connect_and_call(VarlinkClient **c, const char *method, struct json_object *parameters,
+                                  usec_t timeout, const char *what, VarlinkReply *ret);
+
+/* For the verbs whose only option is --help and that take at most
+ * max_args arguments: parses argv with the verb's tables; -1 to go on
+ * (the arguments from optind), else the exit code to return (0 after the
+ * help). */
+struct Verb;
+int ptctl_parse_help_only(const struct Verb *v, int argc, char **argv, int max_args, void (*help)(void));
+
 /* Exit code for a daemon error name. */
 int ptctl_exit_code_for_error(const char *error);
 

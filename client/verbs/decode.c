@@ -9,6 +9,7 @@
 #include "client/decode/input/bundle.h"
 #include "client/decode/input/perf.h"
 #include "client/decode/input/raw.h"
+#include "client/verbs/pager.h"
 #include "client/verbs/verbs.h"
 #include "common/basic/log.h"
 #include "common/basic/parse-util.h"
@@ -52,6 +53,7 @@ static void help(void) {
                "     --strict             exit with status 1 if there was any decode error\n"
                "  -q --quiet              no summary on standard error\n"
                "     --progress=auto|yes|no  progress bar on standard error (auto: on a terminal, after 1 s)\n"
+               "     --no-pager           do not pipe output to a terminal into $PTCTL_PAGER, $PAGER or less\n"
                "\n"
                "Raw mode (traces that did not come from ptraced):\n"
                "     --pt=FILE            raw trace bytes (perf AUX data) of one CPU; repeatable\n"
@@ -100,6 +102,7 @@ enum {
         ARG_NOM_FREQ,
         ARG_CPUID_15,
         ARG_TSC_CONVERSION,
+        ARG_NO_PAGER,
 };
 
 static int strv_push(char ***l, const char *s) {
@@ -214,6 +217,7 @@ static const struct option options[] = {
         { "strict", no_argument, NULL, ARG_STRICT },
         { "quiet", no_argument, NULL, 'q' },
         { "progress", required_argument, NULL, ARG_PROGRESS },
+        { "no-pager", no_argument, NULL, ARG_NO_PAGER },
         { "pt", required_argument, NULL, ARG_PT },
         { "pt-cpu", required_argument, NULL, ARG_PT_CPU },
         { "image", required_argument, NULL, ARG_IMAGE },
@@ -244,6 +248,8 @@ static int run(int argc, char **argv) {
         _cleanup_free_ char *error = NULL;
         _cleanup_fclose_ FILE *outf = NULL;
         const char *output = NULL, *bundle = NULL;
+        const char *raw_only = NULL; /* a raw-mode option given: a bundle's manifest says these */
+        bool no_pager = false;
         uint64_t u;
         usec_t us;
         int c, r;
@@ -366,6 +372,9 @@ static int run(int argc, char **argv) {
                 case 'q':
                         opts.quiet = true;
                         break;
+                case ARG_NO_PAGER:
+                        no_pager = true;
+                        break;
                 case ARG_PROGRESS:
                         if (streq(optarg, "auto"))
                                 opts.progress = -1;
@@ -415,6 +424,7 @@ static int run(int argc, char **argv) {
                                 return log_oom(), PTCTL_EXIT_FAILURE;
                         break;
                 case ARG_SAMPLE_TYPE:
+                        raw_only = "--sample-type";
                         if (parse_hex(optarg, &raw.sample_type) < 0) {
                                 log_error("invalid --sample-type '%s'", optarg);
                                 return PTCTL_EXIT_USAGE;
@@ -434,18 +444,21 @@ static int run(int argc, char **argv) {
                                 return log_oom(), PTCTL_EXIT_FAILURE;
                         break;
                 case ARG_MTC_FREQ:
+                        raw_only = "--mtc-freq";
                         if (parse_u8(optarg, &raw.mtc_freq) < 0 || raw.mtc_freq > 15) {
                                 log_error("invalid --mtc-freq '%s': 0..15", optarg);
                                 return PTCTL_EXIT_USAGE;
                         }
                         break;
                 case ARG_NOM_FREQ:
+                        raw_only = "--nom-freq";
                         if (parse_u8(optarg, &raw.nom_freq) < 0) {
                                 log_error("invalid --nom-freq '%s': 0..255", optarg);
                                 return PTCTL_EXIT_USAGE;
                         }
                         break;
                 case ARG_CPUID_15:
+                        raw_only = "--cpuid-15";
                         if (decode_parse_cpuid_15(optarg, &raw.cpuid_15_eax, &raw.cpuid_15_ebx) < 0) {
                                 log_error("invalid --cpuid-15 '%s': EAX,EBX", optarg);
                                 return PTCTL_EXIT_USAGE;
@@ -476,6 +489,11 @@ static int run(int argc, char **argv) {
                         log_error("raw-mode options (--pt, --image, --sideband...) do not go with a bundle");
                         return PTCTL_EXIT_USAGE;
                 }
+                if (raw_only) {
+                        log_error("%s is a raw-mode option (with --pt): %s says its own timing and sample type",
+                                  raw_only, bundle);
+                        return PTCTL_EXIT_USAGE;
+                }
         } else if (raw.n_pt == 0) {
                 log_error("nothing to decode: give a bundle, or a trace with --pt FILE (see 'ptctl decode --help')");
                 return PTCTL_EXIT_USAGE;
@@ -501,11 +519,15 @@ static int run(int argc, char **argv) {
         else
                 r = decode_input_from_raw(&raw, &in, &error);
         if (r < 0) {
-                if (error)
+                /* Every file error names the file (a bundle's reader says
+                 * what failed inside it, not which bundle), as info does. */
+                if (error && bundle && !startswith(error, bundle) && !strstr(error, bundle))
+                        log_error("%s: %s", bundle, error);
+                else if (error)
                         log_error("%s", error);
                 else
                         log_error_errno(r, "Failed to read %s: %m", bundle ?: "the input");
-                return r == -EACCES || r == -EPERM ? PTCTL_EXIT_DENIED : PTCTL_EXIT_FAILURE;
+                return ptctl_exit_code_for_errno(r);
         }
 
         /* Said at once and whatever the format or -q: what of the input
@@ -528,6 +550,13 @@ static int run(int argc, char **argv) {
                         log_error_errno(errno, "Failed to open %s: %m", output);
                         return PTCTL_EXIT_FAILURE;
                 }
+        }
+        /* A terminal gets a pager, as perf and coredumpctl do; errors
+         * before this went straight to it. */
+        if (!outf) {
+                r = ptctl_pager_open(no_pager);
+                if (r < 0)
+                        log_warning_errno(r, "Cannot start the pager, writing to the terminal: %m");
         }
         r = decoder_run(d, outf ?: stdout, &error);
         if (r < 0) {

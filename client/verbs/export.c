@@ -75,7 +75,7 @@ static int run(int argc, char **argv) {
                         log_error("%s", error);
                 else
                         log_error_errno(r, "Failed to export %s: %m", bundle);
-                return r == -EACCES || r == -EPERM ? PTCTL_EXIT_DENIED : PTCTL_EXIT_FAILURE;
+                return ptctl_exit_code_for_errno(r);
         }
         for (char **n = res.notes; n && *n; n++)
                 log_warning("%s", *n);

@@ -27,6 +27,7 @@ typedef struct InfoArgs {
         const char *directory;
         const char *target;
         bool no_verify;
+        const char *bundle_only; /* an option given that applies to bundles only, for perf.data's refusal */
 } InfoArgs;
 
 static void help(void) {
@@ -66,12 +67,15 @@ static int parse_args(int argc, char **argv, InfoArgs *a) {
                         return 0;
                 case 'D':
                         a->directory = optarg;
+                        a->bundle_only = "--directory";
                         break;
                 case ARG_VERIFY:
                         a->no_verify = false;
+                        a->bundle_only = "--verify";
                         break;
                 case ARG_NO_VERIFY:
                         a->no_verify = true;
+                        a->bundle_only = "--no-verify";
                         break;
                 default:
                         return -EINVAL;
@@ -179,7 +183,18 @@ static void print_details(const struct json_object *details) {
                 printf("%s", first ? "" : ", ");
                 fputs_escaped(stdout, key, 64);
                 putchar('=');
-                fputs_escaped(stdout, json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN), 256);
+                /* A string as itself, quoted (escaped only where a terminal
+                 * needs it: control characters); anything else as JSON,
+                 * without JSON's optional "\/". */
+                if (json_object_is_type(val, json_type_string)) {
+                        putchar('"');
+                        fputs_escaped(stdout, json_object_get_string(val), 256);
+                        putchar('"');
+                } else
+                        fputs_escaped(stdout,
+                                      json_object_to_json_string_ext(val, JSON_C_TO_STRING_PLAIN |
+                                                                                  JSON_C_TO_STRING_NOSLASHESCAPE),
+                                      256);
                 first = false;
         }
         putchar('\n');
@@ -447,8 +462,15 @@ static int verb_info_run(int argc, char **argv) {
         if (r <= 0)
                 return r < 0 ? PTCTL_EXIT_USAGE : PTCTL_EXIT_OK;
         /* perf recordings: client/verbs/info-perf.c */
-        if (decode_input_is_perf_data(a.target))
+        if (decode_input_is_perf_data(a.target)) {
+                /* A perf recording has no bundles directory and no member
+                 * checksums: say so rather than ignore the option. */
+                if (a.bundle_only) {
+                        log_error("%s applies to bundles; %s is a perf recording", a.bundle_only, a.target);
+                        return PTCTL_EXIT_USAGE;
+                }
                 return ptctl_info_perf(a.target, arg_globals.json);
+        }
         ex = resolve(&a, &path);
         if (ex != PTCTL_EXIT_OK)
                 return ex;
@@ -466,14 +488,9 @@ static int verb_info_run(int argc, char **argv) {
         if (r < 0) {
                 if (!arg_globals.json)
                         log_error("%s: %s", path, error ?: strerror(-r));
-                if (r == -EACCES || r == -EPERM) {
-                        if (!arg_globals.json)
-                                log_error("Bundles are readable by root and members of the '%s' group.", PTRACED_GROUP);
-                        return PTCTL_EXIT_DENIED;
-                }
-                if (r == -ENOENT && !reader)
-                        return PTCTL_EXIT_NO_MATCH;
-                return PTCTL_EXIT_FAILURE;
+                if ((r == -EACCES || r == -EPERM) && !arg_globals.json)
+                        log_error("Bundles are readable by root and members of the '%s' group.", PTRACED_GROUP);
+                return ptctl_exit_code_for_errno(r);
         }
         if (!arg_globals.json) {
                 print_human(path, reader, state, corrupt);

@@ -146,10 +146,13 @@ static int verb_snapshot_run(int argc, char **argv) {
         return r < 0 ? PTCTL_EXIT_FAILURE : PTCTL_EXIT_OK;
 }
 
+static const char *const snapshot_methods[] = { PTRACED_METHOD_SNAPSHOT, NULL };
+
 const Verb verb_snapshot = {
         .name = "snapshot",
         .summary = "Ask ptraced for a snapshot; print the bundle path",
         .run = verb_snapshot_run,
         .options = snapshot_options,
         .short_options = "hr:t:",
+        .methods = snapshot_methods,
 };

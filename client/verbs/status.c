@@ -29,7 +29,8 @@ static void help(void) {
         printf("Usage: ptctl status [OPTIONS...]\n"
                "\n"
                "Show what ptraced records: state, CPUs, buffers, achieved lookback,\n"
-               "snapshots and bundles, rate limits, the last error.\n"
+               "snapshots and bundles, rate limits, every trigger with its counters, the\n"
+               "watchdogs, the control socket's counters, the last error.\n"
                "\n"
                "  -h --help               Show this help\n"
                "     --json               The daemon's Status reply as JSON\n"
@@ -73,6 +74,69 @@ static void print_restarts(struct json_object *s) {
         }
 }
 
+static struct json_object *array_of(struct json_object *s, const char *key) {
+        struct json_object *a;
+
+        if (!json_object_object_get_ex(s, key, &a) || !json_object_is_type(a, json_type_array))
+                return NULL;
+        return a;
+}
+
+/* Each [Trigger:NAME]: state, then what it did, the BPF program's own
+ * counts where it has one. */
+static void print_triggers(struct json_object *s) {
+        struct json_object *list = array_of(s, "triggers");
+        char t[FORMAT_TIMESPAN_MAX];
+
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *e = json_object_array_get_idx(list, i);
+                const char *state = ptctl_json_string(e, "state") ?: "unknown", *error = ptctl_json_string(e, "error");
+                int64_t left = ptctl_json_int(e, "suspended_remaining_usec", 0);
+
+                printf("%12s: ", i == 0 ? "Triggers" : "");
+                fputs_escaped(stdout, strna(ptctl_json_string(e, "name")), 32);
+                printf(" (%s) %s", strna(ptctl_json_string(e, "type")), state);
+                if (streq(state, "suspended") && left > 0)
+                        printf(" for %s", format_timespan(t, sizeof t, (usec_t) left));
+                printf(": %" PRIi64 " fired, %" PRIi64 " snapshots, %" PRIi64 " refused, %" PRIi64 " throttled",
+                       ptctl_json_int(e, "fired", 0), ptctl_json_int(e, "snapshots", 0),
+                       ptctl_json_int(e, "refused", 0), ptctl_json_int(e, "throttled", 0));
+                if (ptctl_json_int(e, "kernel_reported", 0) || ptctl_json_int(e, "kernel_suppressed", 0) ||
+                    ptctl_json_int(e, "kernel_dropped", 0))
+                        printf("; BPF events %" PRIi64 " reported, %" PRIi64 " suppressed, %" PRIi64 " dropped",
+                               ptctl_json_int(e, "kernel_reported", 0), ptctl_json_int(e, "kernel_suppressed", 0),
+                               ptctl_json_int(e, "kernel_dropped", 0));
+                if (error) {
+                        fputs(" (", stdout);
+                        fputs_escaped(stdout, error, 0);
+                        putchar(')');
+                }
+                putchar('\n');
+        }
+}
+
+static void print_watchdogs_and_control(struct json_object *s) {
+        struct json_object *list = array_of(s, "watchdogs"), *c;
+        char t[FORMAT_TIMESPAN_MAX];
+
+        for (size_t i = 0; list && i < json_object_array_length(list); i++) {
+                struct json_object *e = json_object_array_get_idx(list, i);
+
+                printf("%12s: ", i == 0 ? "Watchdogs" : "");
+                fputs_escaped(stdout, strna(ptctl_json_string(e, "name")), 64);
+                printf(" every %s, %s; %" PRIi64 " pings, %" PRIi64 " fired\n",
+                       format_timespan(t, sizeof t, (usec_t) MAX(ptctl_json_int(e, "timeout_usec", 0), (int64_t) 0)),
+                       ptctl_json_bool(e, "armed", false) ? "armed" : "fired (waits for a ping)",
+                       ptctl_json_int(e, "pings", 0), ptctl_json_int(e, "fired", 0));
+        }
+        if (json_object_object_get_ex(s, "control", &c))
+                field("Control", "%" PRIi64 " connections now, %" PRIi64 " accepted, %" PRIi64 " refused, %" PRIi64
+                                 " timed out, %" PRIi64 " protocol errors",
+                      ptctl_json_int(c, "connections", 0), ptctl_json_int(c, "accepted", 0),
+                      ptctl_json_int(c, "refused", 0), ptctl_json_int(c, "timed_out", 0),
+                      ptctl_json_int(c, "protocol_errors", 0));
+}
+
 static void print_human(struct json_object *s) {
         char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX], c[FORMAT_BYTES_MAX], t[FORMAT_TIMESPAN_MAX];
         const char *state = ptctl_json_string(s, "state") ?: "unknown";
@@ -114,6 +178,8 @@ static void print_human(struct json_object *s) {
                 field("Warm-up", "%s left", format_timespan(t, sizeof t, (usec_t) warmup));
         if (ptctl_json_int(s, "sideband_lost", 0) > 0)
                 field("Side-band", "%" PRIi64 " records lost (repaired from /proc)", ptctl_json_int(s, "sideband_lost", 0));
+        print_triggers(s);
+        print_watchdogs_and_control(s);
         if (last)
                 print_text_field("Last error", last);
         print_text_field("Bundles", ptctl_json_string(s, "directory") ?: "unknown");
@@ -125,23 +191,10 @@ static int verb_status_run(int argc, char **argv) {
         VarlinkReply reply = {};
         int r;
 
-        while ((r = getopt_long(argc, argv, verb_status.short_options, status_options, NULL)) >= 0)
-                switch (r) {
-                case 'h':
-                        help();
-                        return PTCTL_EXIT_OK;
-                default:
-                        return PTCTL_EXIT_USAGE;
-                }
-        if (optind < argc) {
-                log_error("ptctl status takes no arguments; unexpected '%s'", argv[optind]);
-                return PTCTL_EXIT_USAGE;
-        }
-
-        r = ptctl_daemon_connect(&c);
-        if (r != 0)
+        r = ptctl_parse_help_only(&verb_status, argc, argv, 0, help);
+        if (r >= 0)
                 return r;
-        r = ptctl_daemon_call(c, PTRACED_METHOD_STATUS, NULL, STATUS_TIMEOUT, "Status", &reply);
+        r = ptctl_daemon_connect_and_call(&c, PTRACED_METHOD_STATUS, NULL, STATUS_TIMEOUT, "Status", &reply);
         if (r != 0)
                 return r;
         if (arg_globals.json)
@@ -152,10 +205,13 @@ static int verb_status_run(int argc, char **argv) {
         return r < 0 ? PTCTL_EXIT_FAILURE : PTCTL_EXIT_OK;
 }
 
+static const char *const status_methods[] = { PTRACED_METHOD_STATUS, NULL };
+
 const Verb verb_status = {
         .name = "status",
         .summary = "Show what ptraced records and has done",
         .run = verb_status_run,
         .options = status_options,
         .short_options = "h",
+        .methods = status_methods,
 };

@@ -65,6 +65,14 @@
                 _p;                                                                                         \
         })
 
+/* Exchange two values of the same type. */
+#define SWAP_TWO(a, b)                                                                                      \
+        do {                                                                                                \
+                __typeof__(a) _t = (a);                                                                     \
+                (a) = (b);                                                                                  \
+                (b) = _t;                                                                                   \
+        } while (0)
+
 /* Same for file descriptors: leaves -EBADF behind. */
 #define TAKE_FD(fd)                                                                                         \
         ({                                                                                                  \

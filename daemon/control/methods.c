@@ -15,6 +15,7 @@
 #include "common/bundle/bundle.h"
 #include "common/bundle/vacuum.h"
 #include "daemon/control/methods.h"
+#include "daemon/control/observe.h"
 #include "daemon/trigger/control.h"
 
 /* Manifests kept for ListBundles; beyond this, bundles are listed from
@@ -147,6 +148,14 @@ static int method_status(ControlContext *s, const ControlCall *call, ControlRepl
         TRY(json_add_i64(o, "rate_limit_remaining",
                          gs->global_remaining == UINT_MAX ? -1 : (int64_t) gs->global_remaining));
         TRY(json_add_u64(o, "warmup_remaining_usec", gs->warmup_remaining));
+        TRY(observe_add_triggers(o, s->service && s->service->ops->triggers
+                                            ? s->service->ops->triggers(s->service->userdata)
+                                            : NULL, now));
+        TRY(observe_add_watchdogs(o, s->service ? s->service->ops->watchdogs(s->service->userdata) : NULL, now));
+        ControlStats cs = {};
+        if (s->server)
+                control_server_get_stats(s->server, &cs);
+        TRY(observe_add_control(o, &cs));
         reply->parameters = o;
         return 0;
 }

@@ -31,6 +31,7 @@ typedef struct ControlContext {
         const char *source;             /* "kernel" or "sim" */
         uint64_t sideband_buffer_size, memory_max;
         usec_t started_at;
+        struct ControlServer *server; /* its counters, for Status */
         /* ListBundles' cache of manifests, keyed by file name, size and mtime. */
         BundleCacheEntry *bundle_cache;
         size_t n_bundle_cache;

@@ -746,6 +746,7 @@ int control_server_new(const ControlServerOptions *o, ControlServer **ret) {
                 .source = s->source,
                 .sideband_buffer_size = o->sideband_buffer_size,
                 .memory_max = o->memory_max,
+                .server = s,
         };
         r = control_tickets_new(o->service, &s->tickets);
         if (r < 0)
@@ -824,6 +825,25 @@ ControlServer *control_server_free(ControlServer *s) {
         free(s->directory);
         free(s->source);
         return mfree(s);
+}
+
+int control_server_reconfigure(ControlServer *s, const ControlConfig *c, const char *directory) {
+        _cleanup_free_ char *d = strdup(directory ?: PTRACED_BUNDLE_DIR);
+
+        if (!d)
+                return -ENOMEM;
+        s->read_only_access = c->read_only_access;
+        s->max_connections = c->max_connections;
+        s->max_per_user = c->max_connections_per_user;
+        s->reserved = s->max_connections / 4;
+        s->timeout = c->timeout;
+        if (!streq(d, s->directory)) {
+                control_context_done(&s->context); /* ListBundles' manifests of the old directory */
+                free(s->directory);
+                s->directory = TAKE_PTR(d);
+                s->context.directory = s->directory;
+        }
+        return 0;
 }
 
 void control_server_get_stats(ControlServer *s, ControlStats *ret) {

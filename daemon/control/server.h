@@ -67,6 +67,12 @@ int control_server_attach(ControlServer *s, sd_event *event);
 ControlServer *control_server_free(ControlServer *s);
 DEFINE_TRIVIAL_CLEANUP_FUNC(ControlServer *, control_server_free);
 
+/* ptraced's reload: the limits, ReadOnlyAccess= and TimeoutSec= apply to
+ * the next connections and calls (open ones keep theirs), the bundles
+ * directory to the next ListBundles. Socket=, SocketMode= and the FIFOs
+ * need a restart (the caller says so). */
+int control_server_reconfigure(ControlServer *s, const ControlConfig *c, const char *directory);
+
 typedef struct ControlStats {
         unsigned connections;        /* open now */
         uint64_t accepted;           /* connections accepted and served */

@@ -11,6 +11,7 @@
 #include "common/basic/log.h"
 #include "common/basic/message-ids.h"
 #include "common/basic/parse-util.h"
+#include "common/basic/strv.h"
 #include "common/control/names.h"
 #include "common/perf/attr.h"
 #include "common/perf/pmu.h"
@@ -25,6 +26,7 @@
 #include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
 #include "daemon/manager/measure.h"
+#include "daemon/manager/reload.h"
 #include "daemon/manager/requests.h"
 #include "daemon/procmap/procmap.h"
 #include "daemon/recorder/recorder.h"
@@ -38,7 +40,7 @@
 struct Manager {
         PtracedConfig config;
         sd_event *event;
-        sd_event_source *sig_term, *sig_int, *sig_usr2, *tick, *freeze_io, *watchdog;
+        sd_event_source *sig_term, *sig_int, *sig_usr2, *sig_hup, *tick, *freeze_io, *watchdog;
         sd_event_source **sb_io;
         size_t n_sb_io;
         usec_t watchdog_usec;
@@ -74,6 +76,8 @@ struct Manager {
 
         ManagerSnapshotHook snapshot_hook;
         void *snapshot_hook_userdata;
+        ManagerConfigLoader loader; /* SIGHUP: ptraced.c's, which knows the files and options */
+        void *loader_userdata;
 };
 
 static void on_request_failed(const TriggerRequest *t, const SnapshotResult *res, void *userdata) {
@@ -461,6 +465,49 @@ static int on_sigusr2(sd_event_source *s, const struct signalfd_siginfo *si, voi
         return 0;
 }
 
+/* SIGHUP: reload the configuration (daemon/manager/reload.h), told to
+ * systemd as sd_notify(3) describes: RELOADING=1 with the time, then
+ * READY=1 once done, whether applied or refused. */
+static int on_sighup(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
+        _cleanup_(ptraced_config_done) PtracedConfig next;
+        _cleanup_strv_free_ char **warnings = NULL;
+        _cleanup_free_ char *error = NULL, *summary = NULL;
+        Manager *m = userdata;
+        int k;
+
+        ptraced_config_init(&next);
+        if (!m->loader) {
+                log_notice("SIGHUP from PID %u: this ptraced has no configuration to reload, ignoring.", si->ssi_pid);
+                return 0;
+        }
+        (void) sd_notifyf(false, "RELOADING=1\nMONOTONIC_USEC=%" PRIu64 "\nSTATUS=Reloading the configuration",
+                          now_usec(CLOCK_MONOTONIC));
+        log_info("SIGHUP from PID %u: reloading the configuration.", si->ssi_pid);
+        k = m->loader(&next, &warnings, &error, m->loader_userdata);
+        for (char **w = warnings; k >= 0 && w && *w; w++)
+                log_warning("%s", *w);
+        if (k >= 0) {
+                ReloadTargets t = { &m->config, &m->dump, m->governor, &m->triggers, m->control, m->event, &m->service };
+                error = mfree(error);
+                k = reload_apply(&t, &next, &summary, &error);
+        }
+        if (k < 0) {
+                log_struct(LOG_ERR, k, FIELDS("MESSAGE_ID=" MSGID_CONFIG_RELOAD_FAILED),
+                           "Configuration not reloaded, the running one stays: %s", error ?: strerror(-k));
+                snprintf(m->last_error, sizeof m->last_error, "reload refused: %s", error ?: strerror(-k));
+        } else
+                log_struct(LOG_INFO, 0, FIELDS("MESSAGE_ID=" MSGID_CONFIG_RELOADED), "Configuration reloaded: %s",
+                           summary);
+        update_status(m);
+        (void) sd_notifyf(false, "READY=1\nSTATUS=%s", m->status);
+        return 0;
+}
+
+void manager_set_config_loader(Manager *m, ManagerConfigLoader loader, void *userdata) {
+        m->loader = loader;
+        m->loader_userdata = userdata;
+}
+
 static int on_exit_signal(sd_event_source *s, const struct signalfd_siginfo *si, void *userdata) {
         Manager *m = userdata;
 
@@ -498,12 +545,17 @@ static TriggerWatchdogs *service_watchdogs(void *userdata) {
         return m->triggers ? trigger_set_watchdogs(m->triggers) : NULL;
 }
 
+static TriggerSet *service_triggers(void *userdata) {
+        return ((Manager *) userdata)->triggers;
+}
+
 static const SnapshotServiceOps service_ops = {
         .trigger = service_trigger,
         .get_stats = service_get_stats,
         .mono_to_perf_time = service_mono_to_perf_time,
         .state_changed = service_state_changed,
         .watchdogs = service_watchdogs,
+        .triggers = service_triggers,
 };
 
 /* ---- lifecycle ---- */
@@ -515,6 +567,7 @@ void manager_block_signals(void) {
         sigaddset(&mask, SIGTERM);
         sigaddset(&mask, SIGINT);
         sigaddset(&mask, SIGUSR2);
+        sigaddset(&mask, SIGHUP);
         (void) sigprocmask(SIG_BLOCK, &mask, NULL);
 }
 
@@ -579,6 +632,7 @@ Manager *manager_free(Manager *m) {
         sd_event_source_disable_unref(m->sig_term);
         sd_event_source_disable_unref(m->sig_int);
         sd_event_source_disable_unref(m->sig_usr2);
+        sd_event_source_disable_unref(m->sig_hup);
         sd_event_source_disable_unref(m->tick);
         sd_event_source_disable_unref(m->freeze_io);
         sd_event_source_disable_unref(m->watchdog);
@@ -677,7 +731,8 @@ static int setup_event_sources(Manager *m) {
         /* Blocked by manager_block_signals() before any thread existed. */
         if ((k = sd_event_add_signal(m->event, &m->sig_term, SIGTERM, on_exit_signal, m)) < 0 ||
             (k = sd_event_add_signal(m->event, &m->sig_int, SIGINT, on_exit_signal, m)) < 0 ||
-            (k = sd_event_add_signal(m->event, &m->sig_usr2, SIGUSR2, on_sigusr2, m)) < 0)
+            (k = sd_event_add_signal(m->event, &m->sig_usr2, SIGUSR2, on_sigusr2, m)) < 0 ||
+            (k = sd_event_add_signal(m->event, &m->sig_hup, SIGHUP, on_sighup, m)) < 0)
                 return log_error_errno(k, "Failed to watch signals (blocked with manager_block_signals()?): %m");
 
         k = register_sideband_sources(m);

@@ -27,7 +27,7 @@
 typedef struct Manager Manager;
 
 /* Block the signals the manager's event loop handles (SIGTERM, SIGINT,
- * SIGUSR2) in the calling thread. Call it before any thread exists:
+ * SIGUSR2, SIGHUP) in the calling thread. Call it before any thread exists:
  * threads inherit the mask, and one that left them unblocked would take
  * them with their default action (the daemon killed) instead of the loop's
  * signalfd. ptraced's run() does it first; a test that starts a manager
@@ -64,6 +64,13 @@ void manager_get_stats(Manager *m, SnapshotStats *ret);
 struct RecorderSnapshot;
 typedef void (*ManagerSnapshotHook)(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata);
 void manager_set_snapshot_hook(Manager *m, ManagerSnapshotHook hook, void *userdata);
+
+/* SIGHUP reloads the configuration through this: it loads the files
+ * afresh into *ret (initialized by the caller), as at start-up, with the
+ * same command line options applied; warnings and errors as
+ * ptraced_config_load() gives them. Without a loader SIGHUP is ignored. */
+typedef int (*ManagerConfigLoader)(PtracedConfig *ret, char ***ret_warnings, char **ret_error, void *userdata);
+void manager_set_config_loader(Manager *m, ManagerConfigLoader loader, void *userdata);
 
 /* For tests: the automatic triggers and the control server (NULL before
  * manager_start()), to read their statistics. */

@@ -227,6 +227,35 @@ int trigger_config_list_copy(const TriggerConfig *list, TriggerConfig **ret) {
         return 0;
 }
 
+static bool strv_equal_null(char **a, char **b) {
+        for (; a && *a && b && *b; a++, b++)
+                if (!streq(*a, *b))
+                        return false;
+        return !(a && *a) && !(b && *b);
+}
+
+/* What a trigger does and how it is governed; where each key was written
+ * (file, line) does not matter. */
+static bool trigger_config_equal(const TriggerConfig *a, const TriggerConfig *b) {
+        return streq(a->name, b->name) && streq_ptr(a->error, b->error) && a->type == b->type &&
+               a->threshold == b->threshold && strv_equal_null(a->comms, b->comms) &&
+               strv_equal_null(a->thread_comms, b->thread_comms) && strv_equal_null(a->pid_list, b->pid_list) &&
+               streq_ptr(a->cgroup, b->cgroup) && strv_equal_null(a->syscalls, b->syscalls) &&
+               streq_ptr(a->binary, b->binary) && streq_ptr(a->function, b->function) &&
+               strv_equal_null(a->signals, b->signals) && a->include_handled == b->include_handled &&
+               a->offcpu_state == b->offcpu_state && strv_equal_null(a->units, b->units) &&
+               strv_equal_null(a->results, b->results) && a->min_interval == b->min_interval &&
+               a->max_per_hour == b->max_per_hour && a->max_dump_cpu == b->max_dump_cpu &&
+               a->function_offset == b->function_offset && a->function_address == b->function_address;
+}
+
+bool trigger_config_list_equal(const TriggerConfig *a, const TriggerConfig *b) {
+        for (; a && b; a = a->next, b = b->next)
+                if (!trigger_config_equal(a, b))
+                        return false;
+        return !a && !b;
+}
+
 static bool name_is_valid(const char *name) {
         size_t n = strlen(name);
 

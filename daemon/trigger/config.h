@@ -187,6 +187,10 @@ void trigger_config_list_free(TriggerConfig *list);
 /* Deep copy of a list (the manager keeps its own). */
 int trigger_config_list_copy(const TriggerConfig *list, TriggerConfig **ret);
 
+/* Do both lists ask for the same triggers, in the same order? (ptraced's
+ * reload keeps the running triggers, counters and suspensions, when so.) */
+bool trigger_config_list_equal(const TriggerConfig *a, const TriggerConfig *b);
+
 /* Validate and resolve one trigger. On a problem returns -EINVAL and sets
  * t->error to "FILE:LINE: [Trigger:NAME] ...". -ENOMEM otherwise. */
 int trigger_config_check(TriggerConfig *t);

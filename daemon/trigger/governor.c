@@ -101,6 +101,39 @@ int trigger_governor_new(const TriggerLimits *limits, usec_t started_at, Trigger
         return 0;
 }
 
+/* The same accepted snapshots in a window of another burst: the newest
+ * min(n, burst) of them, so a reload neither forgets nor invents history. */
+static int window_resize(Window *w, unsigned burst) {
+        Window n;
+        int r;
+
+        r = window_init(&n, burst);
+        if (r < 0)
+                return r;
+        for (unsigned i = w->n > burst ? w->n - burst : 0; burst > 0 && i < w->n; i++)
+                window_add(&n, w->times[(w->head + i) % w->burst]);
+        window_done(w);
+        *w = n;
+        return 0;
+}
+
+int trigger_governor_set_limits(TriggerGovernor *g, const TriggerLimits *limits) {
+        int r;
+
+        if (limits->burst > TRIGGER_GOVERNOR_BURST_MAX || limits->source_burst > TRIGGER_GOVERNOR_BURST_MAX)
+                return -EINVAL;
+        r = window_resize(&g->global, limits->interval ? limits->burst : 0);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < g->n_sources; i++) {
+                r = window_resize(&g->sources[i].window, limits->interval ? limits->source_burst : 0);
+                if (r < 0)
+                        return r;
+        }
+        g->limits = *limits;
+        return 0;
+}
+
 TriggerGovernor *trigger_governor_free(TriggerGovernor *g) {
         if (!g)
                 return NULL;

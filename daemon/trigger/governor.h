@@ -93,6 +93,12 @@ int trigger_governor_new(const TriggerLimits *limits, usec_t started_at, Trigger
 TriggerGovernor *trigger_governor_free(TriggerGovernor *g);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerGovernor *, trigger_governor_free);
 
+/* New [Triggers] limits for a running governor (ptraced's reload): the
+ * snapshots already taken count against them, the warm-up still counts
+ * from the start. -EINVAL as trigger_governor_new(); -ENOMEM may leave
+ * some windows resized to the new bursts, which is harmless. */
+int trigger_governor_set_limits(TriggerGovernor *g, const TriggerLimits *limits);
+
 /* May a snapshot for (source, reason) be taken at `now`? Returns 0 and an
  * accepting verdict, or the verdict's negative error. Changes nothing but
  * the remembered last refusal. */

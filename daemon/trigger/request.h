@@ -95,6 +95,8 @@ typedef struct SnapshotServiceOps {
         /* The heartbeat watchdogs, for the control socket's Watchdog
          * methods; NULL while the daemon is starting. */
         TriggerWatchdogs *(*watchdogs)(void *userdata);
+        /* The automatic triggers, for Status(); NULL while starting. */
+        struct TriggerSet *(*triggers)(void *userdata);
 } SnapshotServiceOps;
 
 typedef struct SnapshotService {

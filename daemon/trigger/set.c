@@ -724,3 +724,11 @@ TriggerSet *trigger_set_free(TriggerSet *s) {
         sd_event_unref(s->event);
         return mfree(s);
 }
+
+/* For reload: the watchdogs registered with the old set carry over to the
+ * new one and fire through it. */
+void trigger_set_adopt_watchdogs(TriggerSet *s, TriggerSet *from) {
+        trigger_watchdogs_free(s->watchdogs);
+        s->watchdogs = TAKE_PTR(from->watchdogs);
+        trigger_watchdogs_set_fired(s->watchdogs, on_watchdog_fired, s);
+}

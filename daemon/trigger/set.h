@@ -70,6 +70,10 @@ const char *trigger_set_status(TriggerSet *s);
 /* The heartbeat watchdogs (for the control socket's Watchdog methods). */
 TriggerWatchdogs *trigger_set_watchdogs(TriggerSet *s);
 
+/* Reload: s takes over the registered watchdogs of `from` (which is
+ * freed next), so clients' heartbeats survive a new configuration. */
+void trigger_set_adopt_watchdogs(TriggerSet *s, TriggerSet *from);
+
 /* Statistics per trigger, for the observability that will report them in
  * Status(); today the system tests read them. */
 typedef struct TriggerInfo {

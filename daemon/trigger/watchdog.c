@@ -66,6 +66,11 @@ TriggerWatchdogs *trigger_watchdogs_free(TriggerWatchdogs *w) {
         return mfree(w);
 }
 
+void trigger_watchdogs_set_fired(TriggerWatchdogs *w, TriggerWatchdogFired fired, void *userdata) {
+        w->fired = fired;
+        w->userdata = userdata;
+}
+
 bool trigger_watchdog_name_is_valid(const char *name) {
         size_t n = name ? strlen(name) : 0;
 

@@ -54,6 +54,10 @@ int trigger_watchdogs_new(sd_event *event, TriggerWatchdogFired fired, void *use
 TriggerWatchdogs *trigger_watchdogs_free(TriggerWatchdogs *w);
 DEFINE_TRIVIAL_CLEANUP_FUNC(TriggerWatchdogs *, trigger_watchdogs_free);
 
+/* Whom a missed deadline tells from now on: the registry moves to a new
+ * trigger set when ptraced reloads its configuration. */
+void trigger_watchdogs_set_fired(TriggerWatchdogs *w, TriggerWatchdogFired fired, void *userdata);
+
 /* 1 to 64 characters of letters, digits and -_.@: */
 bool trigger_watchdog_name_is_valid(const char *name);
 

@@ -244,7 +244,7 @@ dtd --format=summary 2>"$tmp/err" >/dev/null
 grep -q 'decoding \[' "$tmp/err" && fail "progress shown on a non-terminal"
 if command -v script >/dev/null; then
         # a terminal, but the decode takes far less than a second
-        script -qec "$ptctl decode --pt $td/pt.bin --image $td/hello --format=summary -q" /dev/null >"$tmp/tty" 2>&1 || true
+        script -qec "$ptctl decode --no-pager --pt $td/pt.bin --image $td/hello --format=summary -q" /dev/null >"$tmp/tty" 2>&1 || true
         grep -q 'decoding \[' "$tmp/tty" && fail "progress shown for a short decode"
 fi
 

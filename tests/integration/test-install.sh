@@ -45,6 +45,13 @@ rm -rf "$b"
 ptraced=$prefix/sbin/ptraced ptctl=$prefix/bin/ptctl
 [ -x "$ptraced" ] && [ -x "$ptctl" ] || fail "ptraced or ptctl not installed under $prefix"
 [ -n "$(find "$prefix" -name libptraced-client.so.1)" ] || fail "libptraced-client.so.1 not installed under $prefix"
+# Issue 18: the journal catalog, both shells' completions and the units,
+# all under the prefix (directories from systemd.pc and bash-completion.pc
+# with our prefix, or their fallbacks).
+for f in ptraced.catalog ptraced.service _ptctl; do
+    [ -n "$(find "$prefix" -name "$f")" ] || fail "$f not installed under $prefix"
+done
+[ -n "$(find "$prefix" -path '*bash-completion*' -name ptctl)" ] || fail "the bash completion is not installed under $prefix"
 
 echo "== $ptraced --source=sim"
 cat >"$tmp/ptraced.conf" <<CONF

@@ -51,6 +51,14 @@ for d in /usr/lib/systemd/system /lib/systemd/system; do
     fi
 done
 [ -f "$root/usr/lib/systemd/system/sysinit.target" ] || { echo "SKIP: no systemd units on this host to verify against"; exit 77; }
+# ExecReload= sends SIGHUP with the host's kill(1) (systemd.service(5)'s
+# example): in the root as on the host, so verify finds it like ExecStart=.
+reload_bin=$(sed -n 's/^ExecReload=\([^ ]*\).*/\1/p' "$service")
+if [ -n "$reload_bin" ]; then
+    [ -x "$reload_bin" ] || fail "ExecReload=$reload_bin does not exist on this host"
+    mkdir -p "$root$(dirname "$reload_bin")"
+    cp "$reload_bin" "$root$reload_bin"
+fi
 
 man=$(find "$root" -type d -name man -path "*share/man")
 MANPATH=$man systemd-analyze verify --root="$root" "$service" "$socket" || fail "systemd-analyze verify failed"

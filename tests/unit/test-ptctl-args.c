@@ -40,6 +40,33 @@ static void test_socket_anywhere(void) {
         ASSERT_STREQ(arg_globals.socket_path, "/run/default");
 }
 
+/* --version after the verb, as ptctl(1) says of every global option; and
+ * $PTRACED_SOCKET below --socket (issue 18). */
+static void test_version_and_environment(void) {
+        char *version[] = { "ptctl", "status", "--version", NULL };
+        char *plain[] = { "ptctl", "status", NULL };
+        char *given[] = { "ptctl", "status", "--socket", "/tmp/given", NULL };
+        char *err = NULL;
+        int argc;
+
+        reset();
+        argc = 3;
+        ASSERT_OK(ptctl_take_global_options(&argc, version, &err));
+        ASSERT_TRUE(arg_globals.version);
+        ASSERT_EQ(argc, 2);
+
+        ASSERT_EQ(setenv("PTRACED_SOCKET", "/tmp/from-env", 1), 0);
+        reset();
+        argc = 2;
+        ASSERT_OK(ptctl_take_global_options(&argc, plain, &err));
+        ASSERT_STREQ(arg_globals.socket_path, "/tmp/from-env");
+        reset();
+        argc = 4;
+        ASSERT_OK(ptctl_take_global_options(&argc, given, &err));
+        ASSERT_STREQ(arg_globals.socket_path, "/tmp/given");
+        ASSERT_EQ(unsetenv("PTRACED_SOCKET"), 0);
+}
+
 static void test_bad(void) {
         char *missing[] = { "ptctl", "status", "--socket", NULL };
         char *empty[] = { "ptctl", "--socket=", "status", NULL };
@@ -59,4 +86,4 @@ static void test_bad(void) {
         free(err);
 }
 
-RUN_TESTS(TEST(test_socket_anywhere), TEST(test_bad));
+RUN_TESTS(TEST(test_version_and_environment), TEST(test_socket_anywhere), TEST(test_bad));

@@ -160,5 +160,36 @@ static void test_many_sources(void) {
         }
 }
 
+/* A reload's new limits: the snapshots already taken count against them,
+ * whether the burst shrinks or grows. */
+static void test_set_limits(void) {
+        TriggerLimits l = { .interval = 60 * S, .burst = 5, .source_burst = 5 };
+        _cleanup_(trigger_governor_freep) TriggerGovernor *g = NULL;
+        TriggerGovernorState st;
+
+        ASSERT_OK(trigger_governor_new(&l, T0, &g));
+        for (unsigned i = 0; i < 4; i++)
+                ASSERT_EQ(trigger(g, "varlink", i % 2 ? "a" : "b", T0 + i * S, NULL), TRIGGER_ACCEPTED);
+        l.burst = 3;
+        ASSERT_OK(trigger_governor_set_limits(g, &l));
+        trigger_governor_get_state(g, T0 + 10 * S, &st);
+        ASSERT_EQ(st.limits.burst, 3u);
+        ASSERT_EQ(st.global_remaining, 0u);
+        ASSERT_EQ(trigger(g, "fifo", "c", T0 + 10 * S, NULL), TRIGGER_REFUSED_GLOBAL_RATE);
+        /* The window keeps the newest three (T0+1s..T0+3s): free at T0+61s. */
+        ASSERT_EQ(trigger(g, "fifo", "c", T0 + 61 * S, NULL), TRIGGER_ACCEPTED);
+
+        l.burst = 10;
+        l.source_burst = 2;
+        ASSERT_OK(trigger_governor_set_limits(g, &l));
+        trigger_governor_get_state(g, T0 + 61 * S, &st);
+        ASSERT_EQ(st.global_remaining, 7u);
+        /* varlink's newest two (T0+2s, T0+3s) are within the minute: its new burst of 2 is spent. */
+        ASSERT_EQ(trigger(g, "varlink", "d", T0 + 61 * S, NULL), TRIGGER_REFUSED_SOURCE_RATE);
+
+        l.burst = TRIGGER_GOVERNOR_BURST_MAX + 1;
+        ASSERT_ERROR(trigger_governor_set_limits(g, &l), EINVAL);
+}
+
 RUN_TESTS(TEST(test_warmup), TEST(test_duplicates), TEST(test_source_and_global), TEST(test_off),
-          TEST(test_many_sources));
+          TEST(test_many_sources), TEST(test_set_limits));

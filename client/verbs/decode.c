@@ -30,7 +30,8 @@ static void help(void) {
                "and flame graphs.\n"
                "\n"
                "Output:\n"
-               "     --format=FMT         calls (default), branches, insn, perfetto, folded, json, summary\n"
+               "     --format=FMT         calls (default), branches, insn, perfetto, chrome-json,\n"
+               "                          folded, json, summary\n"
                "     --fields=LIST        branches: time,cpu,pid,tid,comm,from,to,kind,sym,dso,srcline,ipc\n"
                "     --events             branches: also print events (ptw, cbr, psb, power, tsx...)\n"
                "     --srcline            source file:line (from DWARF)\n"
@@ -256,8 +257,8 @@ static int run(int argc, char **argv) {
                 case ARG_FORMAT:
                         r = decode_format_from_string(optarg);
                         if (r < 0) {
-                                log_error("invalid --format '%s': use calls, branches, insn, perfetto, folded, json "
-                                          "or summary", optarg);
+                                log_error("invalid --format '%s': use calls, branches, insn, perfetto, chrome-json, "
+                                          "folded, json or summary", optarg);
                                 return PTCTL_EXIT_USAGE;
                         }
                         opts.format = r;

@@ -3,6 +3,7 @@
 /* ptctl decode: the command line of the decode pipeline (client/decode/decode.h). */
 
 #include <getopt.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include "client/decode/decode.h"
@@ -489,6 +490,11 @@ static int run(int argc, char **argv) {
                         }
         if (opts.format != DECODE_FORMAT_BRANCHES && opts.n_fields > 0) {
                 log_error("--fields applies to --format=branches only");
+                return PTCTL_EXIT_USAGE;
+        }
+        /* A protobuf on a terminal is noise that can upset it. */
+        if (opts.format == DECODE_FORMAT_PERFETTO && !output && isatty(STDOUT_FILENO)) {
+                log_error("--format=perfetto writes a binary trace: give -o FILE or redirect standard output");
                 return PTCTL_EXIT_USAGE;
         }
 

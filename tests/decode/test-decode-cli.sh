@@ -96,6 +96,12 @@ dtd --format=calls --sort=time -q >"$tmp/calls-time"
 python3 "$src/tests/decode/perfetto-check.py" "$tmp/trace.pftrace" --calls "$tmp/calls-time" --min-slices 100 ||
         fail "perfetto: perfetto-check.py"
 
+# ... and a binary trace is not written to a terminal
+if command -v script >/dev/null; then
+        script -qec "$ptctl decode --pt $td/pt.bin --format=perfetto" /dev/null >"$tmp/tty" 2>&1 || true
+        grep -q 'binary trace: give -o FILE' "$tmp/tty" || fail "perfetto: written to a terminal"
+fi
+
 # chrome-json: Chrome trace JSON, a track per thread with nested call slices
 dtd --format=chrome-json -q >"$tmp/perfetto"
 python3 - "$tmp/perfetto" <<'EOF' || fail "perfetto"

@@ -16,8 +16,7 @@
 #include <inttypes.h>
 
 #include "client/decode/format/format.h"
-
-#define MAX_FRAMES 1024
+#include "client/decode/format/stack.h"
 
 typedef struct Frame {
         const char *name;
@@ -28,6 +27,7 @@ typedef struct PThread {
         int32_t pid, tid;
         Frame *frames;
         size_t n_frames, allocated;
+        DecodeCallStack stack; /* the frames' calls, as calls and perfetto keep them */
         double last;
         bool named;
 } PThread;
@@ -65,6 +65,7 @@ static void chrome_json_free(void *p) {
                 return;
         for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);) {
                 free(((PThread *) v)->frames);
+                decode_call_stack_done(&((PThread *) v)->stack);
                 free(v);
         }
         u64map_done(&s->threads);
@@ -125,6 +126,8 @@ static PThread *get_thread(const DecodeFormatEnv *env, ChromeJsonState *s, const
 
 static int close_frame(ChromeJsonState *s, PThread *t, double end, Buffer *b) {
         Frame *f = &t->frames[--t->n_frames];
+
+        decode_call_stack_pop(&t->stack, 1);
         double dur = end > f->start ? end - f->start : 0;
 
         if (sep(s, b) < 0 || buf_puts(b, "{\"ph\":\"X\",\"cat\":\"call\",\"name\":") < 0 ||
@@ -164,8 +167,13 @@ static int chrome_json_consume(const DecodeFormatEnv *env, DecodeFormatCache *c,
                 ts = t->last; /* keep each track monotonic */
         t->last = ts;
 
-        if (r->type == DECODE_RECORD_ERROR)
+        if (r->type == DECODE_RECORD_ERROR) {
+                /* Where the decoder lost its way, the stack is unknown. */
+                while (t->n_frames > 0)
+                        if (close_frame(s, t, ts, b) < 0)
+                                return -ENOMEM;
                 return instant(s, t, "decode error", ts, decode_record_string(seg, r), b);
+        }
         if (r->type == DECODE_RECORD_EVENT) {
                 Buffer p = BUFFER_NULL;
                 int k = decode_put_event_payload(r, &p);
@@ -180,9 +188,8 @@ static int chrome_json_consume(const DecodeFormatEnv *env, DecodeFormatCache *c,
         if (decode_branch_kind_is_call(r->kind)) {
                 const DecodeSymbol *sym = decode_sym(env, c, r->view, r->to);
                 Frame *f;
+                int k;
 
-                if (t->n_frames >= MAX_FRAMES)
-                        return 0;
                 if (t->n_frames == t->allocated) {
                         size_t n = t->allocated ? t->allocated * 2 : 16;
                         Frame *l = reallocarray(t->frames, n, sizeof(Frame));
@@ -191,15 +198,21 @@ static int chrome_json_consume(const DecodeFormatEnv *env, DecodeFormatCache *c,
                         t->frames = l;
                         t->allocated = n;
                 }
+                k = decode_call_stack_push(&t->stack, r->from);
+                if (k <= 0)
+                        return k; /* full: the frame is not tracked */
                 f = &t->frames[t->n_frames++];
                 f->name = sym && sym->name ? sym->name : "[unknown]";
                 f->start = ts;
                 return 0;
         }
         if (decode_branch_kind_is_return(r->kind)) {
-                if (t->n_frames == 0)
-                        return 0; /* returned from a call made before the trace */
-                return close_frame(s, t, ts, b);
+                /* The frame it returns to and those above it (0 when it
+                 * returns from a call made before the trace). */
+                for (size_t n = decode_call_stack_match(&t->stack, r->to); n > 0; n--)
+                        if (close_frame(s, t, ts, b) < 0)
+                                return -ENOMEM;
+                return 0;
         }
         switch (r->kind) {
         case DECODE_BRANCH_OVF:

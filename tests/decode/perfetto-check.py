@@ -36,6 +36,7 @@ SCHEMA = {
     "Trace": {1: ("packet", LEN, "TracePacket")},
     # protos/perfetto/trace/trace_packet.proto
     "TracePacket": {
+        6: ("clock_snapshot", LEN, "ClockSnapshot"),
         8: ("timestamp", VARINT, None),
         10: ("trusted_packet_sequence_id", VARINT, None),
         11: ("track_event", LEN, "TrackEvent"),
@@ -47,6 +48,14 @@ SCHEMA = {
     },
     # protos/perfetto/trace/trace_packet_defaults.proto
     "TracePacketDefaults": {58: ("timestamp_clock_id", VARINT, None), 11: ("track_event_defaults", LEN, None)},
+    # protos/perfetto/trace/clock_snapshot.proto
+    "ClockSnapshot": {1: ("clocks", LEN, "Clock"), 2: ("primary_trace_clock", VARINT, None)},
+    "Clock": {
+        1: ("clock_id", VARINT, None),
+        2: ("timestamp", VARINT, None),
+        3: ("is_incremental", VARINT, {0, 1}),
+        4: ("unit_multiplier_ns", VARINT, None),
+    },
     # protos/perfetto/trace/interned_data/interned_data.proto
     "InternedData": {
         1: ("event_categories", LEN, "EventName"),
@@ -100,10 +109,11 @@ SCHEMA = {
     },
 }
 
-REPEATED = {("Trace", 1), ("InternedData", 1), ("InternedData", 2), ("InternedData", 3),
+REPEATED = {("Trace", 1), ("ClockSnapshot", 1), ("InternedData", 1), ("InternedData", 2), ("InternedData", 3),
             ("TrackEvent", 3), ("TrackEvent", 4), ("TrackEvent", 22), ("ProcessDescriptor", 2)}
 
 BEGIN, END, INSTANT, COUNTER = 1, 2, 3, 4
+BOOTTIME = 6  # BuiltinClock, the trace's clock by default
 
 
 class Bad(Exception):
@@ -192,9 +202,34 @@ def check(data):
     tracks = {}  # uuid -> descriptor
     events = []  # (ts, order, track, type, name, reconstructed)
     stats = {"packets": 0}
+    default_clock = BOOTTIME
+    incremental = {}  # clock id -> [last value, offset to BOOTTIME]
     for k, p in packets(data):
         stats["packets"] += 1
         flags = p.get("sequence_flags", 0)
+        # Timestamps: clock_snapshot.proto's rules for incremental clocks
+        # (each a delta from the previous packet's on that clock, the first
+        # from the snapshot's value) and sequence-scoped ids 64..127.
+        if "clock_snapshot" in p:
+            snap = {c["clock_id"]: c for c in p["clock_snapshot"]["clocks"]}
+            if BOOTTIME not in snap:
+                raise Bad(f"packet {k}: a clock snapshot without BOOTTIME")
+            for cid, c in snap.items():
+                if c.get("is_incremental"):
+                    if not 64 <= cid <= 127:
+                        raise Bad(f"packet {k}: incremental clock {cid} outside the sequence-scoped ids")
+                    incremental[cid] = [c["timestamp"], snap[BOOTTIME]["timestamp"] - c["timestamp"]]
+        if "trace_packet_defaults" in p and "timestamp_clock_id" in p["trace_packet_defaults"]:
+            default_clock = p["trace_packet_defaults"]["timestamp_clock_id"]
+        if "timestamp" in p:
+            cid = p.get("timestamp_clock_id", default_clock)
+            if cid == BOOTTIME:
+                p["timestamp"] = p["timestamp"]
+            elif cid in incremental:
+                incremental[cid][0] += p["timestamp"]
+                p["timestamp"] = incremental[cid][0] + incremental[cid][1]
+            else:
+                raise Bad(f"packet {k}: timestamp on clock {cid}, which no snapshot defined")
         if p.get("trusted_packet_sequence_id") != 1:
             raise Bad(f"packet {k}: not on sequence 1")
         if k == 0 and not flags & 1:

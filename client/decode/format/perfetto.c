@@ -25,7 +25,9 @@
  *
  * Compact: one packet sequence, event names interned (InternedData
  * event_names; the first packet clears the incremental state, the others
- * say they need it), small track uuids, no repeated strings. Trace starts
+ * say they need it), timestamps as deltas from the previous packet's on a
+ * clock of the sequence's own (ClockSnapshot, TracePacketDefaults), small
+ * track uuids, no repeated strings. Trace starts
  * and stops (TIP.PGE/PGD, every system call of a user-only trace) are left
  * out; --format=chrome-json and calls show them.
  *
@@ -54,6 +56,12 @@ typedef Perfetto__Protos__TrackDescriptor Track;
 typedef Perfetto__Protos__DebugAnnotation Annotation;
 
 #define SEQUENCE_ID 1 /* the one packet sequence we write */
+/* Clock ids (clock_snapshot.proto): BOOTTIME, the trace's clock, and the
+ * first of the ids a sequence may define for itself. Ours counts in ns from
+ * one packet to the next (is_incremental): a timestamp takes a byte or two
+ * instead of seven. */
+#define CLOCK_BOOTTIME 6
+#define CLOCK_DELTA 64
 
 typedef struct PThread {
         uint64_t uuid, ptw_uuid;
@@ -82,6 +90,8 @@ typedef struct PerfettoState {
         uint64_t next_uuid;
         uint64_t last_ts;
         bool started;
+        bool clock_started;
+        uint64_t clock_ts; /* CLOCK_DELTA's time: the last timestamp written on it */
         /* What the packet being built interns (at most a name and two
          * annotation names). */
         Perfetto__Protos__InternedData interned;
@@ -148,10 +158,52 @@ static int emit(PerfettoState *s, Packet *p, Buffer *b) {
         return 0;
 }
 
+/* The first packet: CLOCK_DELTA starts at t0 (= BOOTTIME t0) and is every
+ * later packet's clock. */
+static int start_clock(PerfettoState *s, uint64_t t0, Buffer *b) {
+        Perfetto__Protos__ClockSnapshot__Clock clocks[2], *clocks_p[2] = { &clocks[0], &clocks[1] };
+        Perfetto__Protos__TracePacketDefaults defaults;
+        Perfetto__Protos__ClockSnapshot snap;
+        Packet p;
+
+        assert(!s->started);
+        perfetto__protos__trace_packet__init(&p);
+        perfetto__protos__clock_snapshot__init(&snap);
+        perfetto__protos__trace_packet_defaults__init(&defaults);
+        for (size_t i = 0; i < 2; i++) {
+                perfetto__protos__clock_snapshot__clock__init(&clocks[i]);
+                clocks[i].has_clock_id = clocks[i].has_timestamp = true;
+                clocks[i].clock_id = i == 0 ? CLOCK_BOOTTIME : CLOCK_DELTA;
+                clocks[i].timestamp = t0;
+        }
+        clocks[1].has_is_incremental = true;
+        clocks[1].is_incremental = true;
+        snap.n_clocks = 2;
+        snap.clocks = clocks_p;
+        defaults.has_timestamp_clock_id = true;
+        defaults.timestamp_clock_id = CLOCK_DELTA;
+        p.data_case = PERFETTO__PROTOS__TRACE_PACKET__DATA_CLOCK_SNAPSHOT;
+        p.clock_snapshot = &snap;
+        p.trace_packet_defaults = &defaults;
+        s->clock_started = true;
+        s->clock_ts = t0;
+        return emit(s, &p, b);
+}
+
 static void packet_init(PerfettoState *s, Packet *p, uint64_t ts) {
         perfetto__protos__trace_packet__init(p);
         p->has_timestamp = true;
-        p->timestamp = ts;
+        assert(s->clock_started);
+        if (ts >= s->clock_ts) {
+                p->timestamp = ts - s->clock_ts;
+                s->clock_ts = ts;
+        } else {
+                /* Back in time (a reconstructed slice's begin, the end of a
+                 * thread closed at the end): absolute, on the trace's clock. */
+                p->has_timestamp_clock_id = true;
+                p->timestamp_clock_id = CLOCK_BOOTTIME;
+                p->timestamp = ts;
+        }
         if (!s->interned.base.descriptor) {
                 perfetto__protos__interned_data__init(&s->interned);
                 s->interned.event_names = s->new_event_p;
@@ -429,12 +481,14 @@ static int close_frames(PerfettoState *s, PThread *t, size_t n, uint64_t ts, Buf
         return 0;
 }
 
-/* "name" for a function entry, else "name+0xoff", "0xaddr" without a symbol:
- * the names --format=calls prints. */
+/* "name" for a function entry, else "name+0xoff", "0xaddr" without a symbol,
+ * "?" for no address: the names --format=calls prints. */
 static const char *func_name(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
                              char *buf, size_t size) {
         const DecodeSymbol *sym = addr ? decode_sym(env, c, v, addr) : NULL;
 
+        if (addr == 0)
+                return "?";
         if (!sym || !sym->name) {
                 snprintf(buf, size, "0x%" PRIx64, addr);
                 return buf;
@@ -492,6 +546,8 @@ static int perfetto_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, vo
         if (ts < s->last_ts)
                 ts = s->last_ts;
         s->last_ts = ts;
+        if (!s->clock_started && start_clock(s, ts, b) < 0)
+                return -ENOMEM;
 
         cpu = get_cpu(s, seg->cpu, b);
         if (!cpu)
@@ -549,6 +605,8 @@ static int perfetto_end(const DecodeFormatEnv *env, void *state, Buffer *b) {
         PerfettoState *s = state;
         void *v;
 
+        if (!s->clock_started && start_clock(s, env->has_trigger ? record_ns(env, env->trigger_tsc) : 0, b) < 0)
+                return -ENOMEM;
         if (env->has_trigger) {
                 uint64_t uuid = s->next_uuid++;
                 Track t;

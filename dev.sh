@@ -28,6 +28,8 @@ debs=(
     dbus-daemon                                  # a private bus for the systemd unit trigger tests
     libzstd-dev zstd libarchive-dev              # bundles
     libjson-c-dev                                # manifest, control protocol
+    libprotobuf-c-dev protobuf-c-compiler        # ptctl decode --format=perfetto
+    protobuf-compiler                            # protoc --decode_raw checks it in tests
     libssl-dev                                   # SHA-256 of bundle members
     scdoc                                        # man pages
     libclang-rt-14-dev                           # libFuzzer and sanitizer runtimes for clang

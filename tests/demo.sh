@@ -82,8 +82,8 @@ step "Coverage and errors per CPU"
 run "$ptctl" decode "$bundle" --format=summary
 
 step "A Perfetto timeline (open it at https://ui.perfetto.dev)"
-run "$ptctl" decode "$bundle" --format=perfetto -o "$demo/trace.json"
-ls -l "$demo/trace.json"
+run "$ptctl" decode "$bundle" --format=perfetto -o "$demo/trace.perfetto-trace"
+ls -l "$demo/trace.perfetto-trace"
 
 step "Stock perf reads it too"
 run "$ptctl" export --perf "$bundle" "$demo/perf"
@@ -101,4 +101,4 @@ trap - EXIT
 kill "$workload" 2>/dev/null || true
 echo
 echo "Bundle: $bundle"
-echo "Timeline: $demo/trace.json"
+echo "Timeline: $demo/trace.perfetto-trace"

@@ -357,7 +357,7 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
                 opts->n_pids > 0 || opts->n_tids > 0 || opts->comms || d->output.has_time_window;
         if (d->formatter->setup)
                 d->formatter->setup(&d->output);
-        if (opts->format == DECODE_FORMAT_PERFETTO)
+        if (opts->format == DECODE_FORMAT_PERFETTO || opts->format == DECODE_FORMAT_CHROME_JSON)
                 d->opts.sort_time = true; /* slices per thread need time order across CPUs */
         d->render_in_workers = d->formatter->stateless && !d->opts.sort_time;
         if ((opts->format == DECODE_FORMAT_BRANCHES && decode_options_has_field(opts, DECODE_FIELD_IPC)) ||

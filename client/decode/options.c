@@ -8,7 +8,7 @@ static const char *const format_names[_DECODE_FORMAT_MAX] = {
         [DECODE_FORMAT_CALLS] = "calls",       [DECODE_FORMAT_BRANCHES] = "branches",
         [DECODE_FORMAT_INSN] = "insn",         [DECODE_FORMAT_PERFETTO] = "perfetto",
         [DECODE_FORMAT_FOLDED] = "folded",     [DECODE_FORMAT_JSON] = "json",
-        [DECODE_FORMAT_SUMMARY] = "summary",
+        [DECODE_FORMAT_SUMMARY] = "summary",   [DECODE_FORMAT_CHROME_JSON] = "chrome-json",
 };
 
 const char *decode_format_to_string(DecodeFormat f) {

@@ -18,6 +18,7 @@ typedef enum DecodeFormat {
         DECODE_FORMAT_FOLDED,
         DECODE_FORMAT_JSON,
         DECODE_FORMAT_SUMMARY,
+        DECODE_FORMAT_CHROME_JSON,
         _DECODE_FORMAT_MAX,
 } DecodeFormat;
 

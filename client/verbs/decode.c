@@ -3,6 +3,7 @@
 /* ptctl decode: the command line of the decode pipeline (client/decode/decode.h). */
 
 #include <getopt.h>
+#include <unistd.h>
 #include <sys/resource.h>
 
 #include "client/decode/decode.h"
@@ -31,7 +32,8 @@ static void help(void) {
                "and flame graphs.\n"
                "\n"
                "Output:\n"
-               "     --format=FMT         calls (default), branches, insn, perfetto, folded, json, summary\n"
+               "     --format=FMT         calls (default), branches, insn, perfetto, chrome-json,\n"
+               "                          folded, json, summary\n"
                "     --fields=LIST        branches: time,cpu,pid,tid,comm,from,to,kind,sym,dso,srcline,ipc\n"
                "     --events             branches: also print events (ptw, cbr, psb, power, tsx...)\n"
                "     --srcline            source file:line (from DWARF)\n"
@@ -262,8 +264,8 @@ static int run(int argc, char **argv) {
                 case ARG_FORMAT:
                         r = decode_format_from_string(optarg);
                         if (r < 0) {
-                                log_error("invalid --format '%s': use calls, branches, insn, perfetto, folded, json "
-                                          "or summary", optarg);
+                                log_error("invalid --format '%s': use calls, branches, insn, perfetto, chrome-json, "
+                                          "folded, json or summary", optarg);
                                 return PTCTL_EXIT_USAGE;
                         }
                         opts.format = r;
@@ -506,6 +508,11 @@ static int run(int argc, char **argv) {
                         }
         if (opts.format != DECODE_FORMAT_BRANCHES && opts.n_fields > 0) {
                 log_error("--fields applies to --format=branches only");
+                return PTCTL_EXIT_USAGE;
+        }
+        /* A protobuf on a terminal is noise that can upset it. */
+        if (opts.format == DECODE_FORMAT_PERFETTO && !output && isatty(STDOUT_FILENO)) {
+                log_error("--format=perfetto writes a binary trace: give -o FILE or redirect standard output");
                 return PTCTL_EXIT_USAGE;
         }
 

@@ -156,7 +156,9 @@ static inline void add_raw_image(DecodeInput *in, const char *path, uint64_t add
 }
 
 /* Run the whole decoder on in; returns the output (caller frees). */
-static inline char *decode_to_string(const DecodeInput *in, const DecodeOptions *opts, uint64_t *ret_errors) {
+/* The output, NUL-terminated, and its size (binary formats hold NULs). */
+static inline char *decode_to_bytes(const DecodeInput *in, const DecodeOptions *opts, uint64_t *ret_errors,
+                                    size_t *ret_size) {
         _cleanup_(decoder_freep) Decoder *d = NULL;
         _cleanup_free_ char *error = NULL;
         char *text = NULL;
@@ -175,7 +177,13 @@ static inline char *decode_to_string(const DecodeInput *in, const DecodeOptions 
         fclose(f);
         if (ret_errors)
                 *ret_errors = decoder_error_count(d);
+        if (ret_size)
+                *ret_size = size;
         return text;
+}
+
+static inline char *decode_to_string(const DecodeInput *in, const DecodeOptions *opts, uint64_t *ret_errors) {
+        return decode_to_bytes(in, opts, ret_errors, NULL);
 }
 
 /* A raw-mode input: one CPU's trace and one raw image at addr. */

@@ -5,12 +5,13 @@
 # real DynamoRIO traces (realpt-PROVENANCE.md). Each check fails when the
 # behaviour it names is missing.
 #
-# Usage: test-decode-cli.sh PTCTL REALPT_DIR
+# Usage: test-decode-cli.sh PTCTL REALPT_DIR SOURCE_ROOT
 
 set -eu
 
 ptctl=$1
 realpt=$2
+src=$3
 raw=$realpt/dynamorio-drpt2trace/test_simple.raw
 td=$realpt/dynamorio-drpt2trace/test_simple.tracedir-2022-07-06
 tmp=$(mktemp -d)
@@ -81,8 +82,28 @@ assert kinds == {"branch": 6553, "event": 1}, kinds
 assert seen
 EOF
 
-# perfetto: Chrome trace JSON, a track per thread with nested call slices
-dtd --format=perfetto -q >"$tmp/perfetto"
+# perfetto: Perfetto's protobuf. protoc reads the wire format, and with our
+# subset of the schema the fields; perfetto-check.py reads it against
+# Perfetto's own field table and checks that its slices nest as calls'.
+dtd --format=perfetto -q -o "$tmp/trace.pftrace"
+command -v protoc >/dev/null || fail "protoc is missing: apt-get install protobuf-compiler (./dev.sh deps)"
+protoc --decode_raw <"$tmp/trace.pftrace" >"$tmp/raw.txt" || fail "perfetto: protoc --decode_raw"
+protoc --proto_path="$src/client/decode/format" --decode=perfetto.protos.Trace perfetto-trace.proto \
+        <"$tmp/trace.pftrace" >"$tmp/decoded.txt" || fail "perfetto: protoc --decode"
+grep -q 'thread_name: "hello"' "$tmp/decoded.txt" || fail "perfetto: no thread track for hello"
+grep -q 'name: "__libc_start_main"' "$tmp/decoded.txt" || fail "perfetto: no slice for __libc_start_main"
+dtd --format=calls --sort=time -q >"$tmp/calls-time"
+python3 "$src/tests/decode/perfetto-check.py" "$tmp/trace.pftrace" --calls "$tmp/calls-time" --min-slices 100 ||
+        fail "perfetto: perfetto-check.py"
+
+# ... and a binary trace is not written to a terminal
+if command -v script >/dev/null; then
+        script -qec "$ptctl decode --pt $td/pt.bin --format=perfetto" /dev/null >"$tmp/tty" 2>&1 || true
+        grep -q 'binary trace: give -o FILE' "$tmp/tty" || fail "perfetto: written to a terminal"
+fi
+
+# chrome-json: Chrome trace JSON, a track per thread with nested call slices
+dtd --format=chrome-json -q >"$tmp/perfetto"
 python3 - "$tmp/perfetto" <<'EOF' || fail "perfetto"
 import json, sys
 d = json.load(open(sys.argv[1]))

@@ -348,8 +348,9 @@ static void test_filters(void) {
         run_cases(filter_cases, ELEMENTSOF(filter_cases));
 }
 
-/* The new kinds in every format that shows events: json, perfetto,
- * calls and insn (branches with --events is above). */
+/* The new kinds in every format that shows events: json, perfetto (its
+ * interned names and annotations are plain bytes in the protobuf),
+ * chrome-json, calls and insn (branches with --events is above). */
 static void test_formats(void) {
         static const struct {
                 DecodeFormat format;
@@ -359,8 +360,9 @@ static void test_formats(void) {
                   { "\"kind\":\"vmcs\",\"payload\":\"base=0xcdcdc000 ip=0x1007\",\"ip\":\"0x1007\"",
                     "\"kind\":\"paging\",\"payload\":\"cr3=0xcdcdc0 nr ip=0x1007\"",
                     "\"kind\":\"mnt\",\"payload\":\"0xa000\"" } },
-                { DECODE_FORMAT_PERFETTO,
+                { DECODE_FORMAT_CHROME_JSON,
                   { "\"name\":\"vmcs\"", "\"name\":\"paging\"", "\"detail\":\"0xa000\"" } },
+                { DECODE_FORMAT_PERFETTO, { "\x04vmcs", "\x06paging", "\x06" "0xa000" } },
                 { DECODE_FORMAT_CALLS, { "[vmcs base=0xcdcdc000 ip=0x1007]", "[paging cr3=0xcdcdc0 nr", "[mnt 0xa000]" } },
                 { DECODE_FORMAT_INSN, { "-- vmcs base=0xcdcdc000", "-- paging cr3=0xcdcdc0 nr", "-- mnt 0xa000" } },
         };
@@ -374,13 +376,14 @@ static void test_formats(void) {
                 _cleanup_(decode_input_freep) DecodeInput *in = NULL;
                 _cleanup_free_ char *out = NULL;
                 DecodeOptions opts = { .format = formats[i].format, .jobs = 1 };
+                size_t size;
 
                 ASSERT_OK(decode_input_new("test", &in));
                 ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t.buf, tb_offset(&t), false));
                 add_raw_image(in, image, 0x1000);
-                out = decode_to_string(in, &opts, NULL);
+                out = decode_to_bytes(in, &opts, NULL, &size);
                 for (size_t j = 0; j < ELEMENTSOF(formats[i].want); j++)
-                        if (!strstr(out, formats[i].want[j]))
+                        if (!memmem(out, size, formats[i].want[j], strlen(formats[i].want[j])))
                                 test_fail("%s: no \"%s\" in:\n%s", decode_format_to_string(formats[i].format),
                                           formats[i].want[j], out);
         }

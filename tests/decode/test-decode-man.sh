@@ -18,7 +18,7 @@ for opt in $("$ptctl" decode --help | grep -o -- '--[a-z0-9-]*' | sort -u); do
                 missing=1
         fi
 done
-for word in calls branches insn perfetto folded json summary \
+for word in calls branches insn perfetto chrome-json folded json summary \
             time cpu pid tid comm from to kind sym dso srcline ipc \
             call icall ret jcc jmp ijmp syscall sysret int fault iret tr_start tr_end ovf \
             ptw cbr mwait pwre pwrx exstop tsx_begin tsx_commit tsx_abort psb stop \

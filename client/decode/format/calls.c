@@ -12,19 +12,20 @@
  * folded: call stacks as "comm;outer;inner weight" lines for
  * flamegraph.pl and speedscope, weighted by instructions (each record
  * carries the instructions retired since the previous one) or by time.
- * Stacks are reconstructed from calls and returns; what ran before the
- * first call we see hangs below the function we first find the thread in.
+ * Stacks are reconstructed from calls and returns (client/decode/format/
+ * stack.h, as calls does); what ran before the first call we see hangs
+ * below the function we first find the thread in.
  */
 
 #include <inttypes.h>
 
 #include "client/decode/format/format.h"
+#include "client/decode/format/stack.h"
 
 #define MAX_INDENT 64
-#define MAX_STACK 1024
 
 typedef struct CallThread {
-        int depth;
+        DecodeCallStack stack;
 } CallThread;
 
 typedef struct CallsState {
@@ -61,8 +62,10 @@ static void calls_free(void *p) {
 
         if (!s)
                 return;
-        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);)
+        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);) {
+                decode_call_stack_done(&((CallThread *) v)->stack);
                 free(v);
+        }
         u64map_done(&s->threads);
         free(s);
 }
@@ -176,7 +179,7 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                 DecodeBranchKind k = r->kind;
 
                 if (decode_branch_kind_is_call(k)) {
-                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 || buf_puts(b, "-> ") < 0 ||
+                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "-> ") < 0 ||
                             put_func(env, c, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
@@ -184,26 +187,26 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                                 return -ENOMEM;
                         if (put_dso_change(env, c, r, b) < 0)
                                 return -ENOMEM;
-                        t->depth = MIN(t->depth + 1, MAX_STACK);
+                        if (decode_call_stack_push(&t->stack, r->from) < 0)
+                                return -ENOMEM;
                 } else if (decode_branch_kind_is_return(k)) {
-                        if (t->depth > 0)
-                                t->depth--;
-                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 || buf_puts(b, "<- ") < 0 ||
+                        decode_call_stack_pop(&t->stack, decode_call_stack_match(&t->stack, r->to));
+                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "<- ") < 0 ||
                             put_func(env, c, r->view, r->from, b) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_START) {
-                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 ||
+                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 ||
                             buf_puts(b, "[trace start] ") < 0 || put_func(env, c, r->view, r->to, b) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_END) {
-                        if (put_prefix(env, s, seg, r, t->depth, b) < 0 ||
+                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 ||
                             buf_puts(b, "[trace stop] ") < 0 || put_func(env, c, r->view, r->from, b) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_OVF) {
                         /* Calls and returns were lost: depth is unknown now. */
-                        t->depth = 0;
+                        t->stack.n = 0;
                         if (put_prefix(env, s, seg, r, 0, b) < 0 ||
                             buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
                             put_func(env, c, r->view, r->to, b) < 0)
@@ -215,13 +218,13 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
         case DECODE_RECORD_EVENT:
                 if (r->kind == DECODE_EVENT_PSB)
                         return 0; /* packet-level detail; see --format=branches --events */
-                if (put_prefix(env, s, seg, r, t->depth, b) < 0 ||
+                if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 ||
                     buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
                     decode_put_event_payload(r, b) < 0)
                         return -ENOMEM;
                 return buf_puts(b, "]\n");
         case DECODE_RECORD_ERROR:
-                t->depth = 0;
+                t->stack.n = 0;
                 if (put_prefix(env, s, seg, r, 0, b) < 0)
                         return -ENOMEM;
                 return buf_printf(b, "[error at offset 0x%" PRIx64 ": %s]\n", r->payload,
@@ -249,9 +252,13 @@ typedef struct FoldNode {
         unsigned depth;
 } FoldNode;
 
+/* A thread's stack is its node chain: root (comm), base (the function we
+ * first found the thread in, or returned to past everything we saw), then
+ * one node per frame of the call stack. */
 typedef struct FoldThread {
         FoldNode *cur;
         FoldNode *root;
+        DecodeCallStack stack;
 } FoldThread;
 
 typedef struct FoldState {
@@ -289,8 +296,10 @@ static void fold_free(void *p) {
                 free(s->all[i]);
         }
         free(s->all);
-        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);)
+        for (size_t i = 0; u64map_next(&s->threads, &i, NULL, &v);) {
+                decode_call_stack_done(&((FoldThread *) v)->stack);
                 free(v);
+        }
         u64map_done(&s->threads);
         u64map_done(&s->roots);
         u64map_done(&s->last_thread);
@@ -387,8 +396,6 @@ static int fold_push(const DecodeFormatEnv *env, DecodeFormatCache *c, FoldState
 
         if (!name)
                 return -ENOMEM;
-        if (t->cur->depth >= MAX_STACK)
-                return 0;
         n = fold_node(s, t->cur, name);
         if (!n)
                 return -ENOMEM;
@@ -464,13 +471,22 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
 
         if (r->type == DECODE_RECORD_ERROR) {
                 t->cur = t->root;
+                t->stack.n = 0;
                 return 0;
         }
-        if (decode_branch_kind_is_call(r->kind))
+        if (decode_branch_kind_is_call(r->kind)) {
+                k = decode_call_stack_push(&t->stack, r->from);
+                if (k <= 0)
+                        return k; /* full: the frame is not tracked */
                 return fold_push(env, c, s, t, r->view, r->to);
+        }
         if (decode_branch_kind_is_return(r->kind)) {
-                if (t->cur->parent && t->cur->parent != t->root) {
-                        t->cur = t->cur->parent;
+                size_t n = decode_call_stack_match(&t->stack, r->to);
+
+                if (n > 0) {
+                        decode_call_stack_pop(&t->stack, n);
+                        for (; n > 0 && t->cur->parent && t->cur->parent != t->root; n--)
+                                t->cur = t->cur->parent;
                         return 0;
                 }
                 /* Returned past what we saw: the caller becomes the base. */
@@ -478,8 +494,10 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
                 return fold_push(env, c, s, t, r->view, r->to);
         }
         if (r->kind == DECODE_BRANCH_OVF || r->kind == DECODE_BRANCH_TR_START) {
-                if (r->kind == DECODE_BRANCH_OVF)
+                if (r->kind == DECODE_BRANCH_OVF) {
                         t->cur = t->root;
+                        t->stack.n = 0;
+                }
                 if (t->cur == t->root && r->to != 0)
                         return fold_push(env, c, s, t, r->view, r->to);
         }

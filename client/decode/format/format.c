@@ -16,6 +16,8 @@ const DecodeFormatter *decode_formatter_get(DecodeFormat f) {
                 return &decode_format_insn;
         case DECODE_FORMAT_PERFETTO:
                 return &decode_format_perfetto;
+        case DECODE_FORMAT_CHROME_JSON:
+                return &decode_format_chrome_json;
         case DECODE_FORMAT_FOLDED:
                 return &decode_format_folded;
         case DECODE_FORMAT_JSON:

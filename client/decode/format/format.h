@@ -5,7 +5,7 @@
  * Output formats. A format is either *stateless* (branches, insn, json:
  * each record renders on its own, so workers render their segment's text
  * in parallel and the consumer only writes it out, in order) or *stateful*
- * (calls, folded, perfetto: call depth, stacks and open slices live
+ * (calls, folded, perfetto, chrome-json: call depth, stacks and open slices live
  * across records, so the consumer feeds records in output order). The
  * summary format prints no records: its output is the decoder's per-CPU
  * table (client/decode/summary.h).
@@ -111,6 +111,7 @@ extern const DecodeFormatter decode_format_json;
 extern const DecodeFormatter decode_format_calls;
 extern const DecodeFormatter decode_format_folded;
 extern const DecodeFormatter decode_format_perfetto;
+extern const DecodeFormatter decode_format_chrome_json;
 extern const DecodeFormatter decode_format_summary;
 
 /* Shared pieces. */

@@ -1,0 +1,104 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: MIT
+#
+# What a person opens, on a bundle like the demo's (ptraced --source=sim
+# tracing a bc loop, 1 MiB rings; issue 18):
+#   * --format=perfetto is Perfetto's protobuf: protoc --decode_raw reads
+#     the wire format, protoc with our schema subset the fields,
+#     tests/decode/perfetto-check.py checks them against Perfetto's own field
+#     numbers, the nesting of every track, and that each thread's slices
+#     have the names and depths of --format=calls (--sort=time) on the same
+#     bundle; the file is at most twice the trace it decodes;
+#   * --format=folded has no stack deeper than the deepest call chain of
+#     --format=calls (plus the function the thread was first found in), and
+#     calls never reaches the stack's cap (1,024 frames), where calls whose
+#     returns the decoder did not see once piled up (the demo's folded
+#     stacks were 1,025 frames deep). Not the synthesizer's own depth (at
+#     most 512, daemon/synth/walk.h): when its walker gives up a runaway
+#     recursion it restarts elsewhere with a jump, and the frames it
+#     abandoned stay on the decoder's stack until a return leaves them. The
+#     weights add up to every instruction decoded. Debian 12 has no
+#     flamegraph.pl; where one is installed, it renders the stacks.
+set -euo pipefail
+build=$1
+src=$2
+
+. "$(dirname "$0")/sim-daemon.sh"
+
+command -v protoc >/dev/null || fail "protoc is missing: apt-get install protobuf-compiler (./dev.sh deps)"
+command -v bc >/dev/null || { echo "SKIP: bc (the demo's workload) is not installed"; exit 77; }
+
+( while :; do echo 'scale=200; 4*a(1)' | bc -l >/dev/null 2>&1 || true; done ) &
+pids+=($!)
+
+cat > "$tmp/ptraced.conf" <<CONF
+[Trace]
+Source=sim
+BufferSize=1M
+[Storage]
+Directory=$tmp/bundles
+[Control]
+Socket=$sock
+CONF
+start_daemon "$tmp/ptraced.conf"
+sleep 1 # let the rings fill, as the demo does
+# Under load (a parallel test run, a sanitizer build) the emulated CPUs can
+# fall behind and a window hold little: up to three snapshots, the first
+# with 20,000 branches decoded is the one checked.
+bundle= branches=
+for attempt in 1 2 3; do
+    bundle=$("$ptctl" --socket "$sock" snapshot --reason test) || fail "snapshot"
+    "$ptctl" decode --format=summary "$bundle" >"$tmp/summary" 2>&1 || fail "decode --format=summary"
+    branches=$(sed -n 's/^total: .* \([0-9][0-9]*\) branches.*/\1/p' "$tmp/summary")
+    [ "${branches:-0}" -ge 20000 ] && break
+    echo "snapshot $attempt: only ${branches:-no} branches, trying again" >&2
+    sleep 1
+done
+[ "${branches:-0}" -ge 20000 ] || fail "no snapshot with 20,000 branches: $(tail -n 3 "$tmp/summary")"
+stop_daemon
+
+trace_bytes=$("$ptctl" info --json "$bundle" |
+    python3 -c 'import json, sys; print(sum(c["bytes"] for c in json.load(sys.stdin)["manifest"]["cpus"]))')
+[ "$trace_bytes" -gt 0 ] || fail "no trace in $bundle"
+
+# Perfetto.
+"$ptctl" decode -q --format=perfetto -o "$tmp/trace.pftrace" "$bundle" || fail "decode --format=perfetto"
+protoc --decode_raw <"$tmp/trace.pftrace" >/dev/null || fail "protoc --decode_raw does not read the trace"
+protoc --proto_path="$src/client/decode/format" --decode=perfetto.protos.Trace perfetto-trace.proto \
+    <"$tmp/trace.pftrace" >"$tmp/decoded.txt" || fail "protoc --decode does not read the trace"
+grep -q 'thread_name: ' "$tmp/decoded.txt" || fail "no thread track"
+"$ptctl" decode -q --format=calls --sort=time -o "$tmp/calls" "$bundle" || fail "decode --format=calls"
+python3 "$src/tests/decode/perfetto-check.py" "$tmp/trace.pftrace" --calls "$tmp/calls" \
+    --max-ratio 2 --trace-bytes "$trace_bytes" --min-slices 1000 || fail "perfetto-check.py"
+
+# Folded stacks.
+"$ptctl" decode --format=folded -o "$tmp/folded" "$bundle" 2>"$tmp/summary" || fail "decode --format=folded"
+insns=$(sed -n 's/^total: .* \([0-9][0-9]*\) instructions.*/\1/p' "$tmp/summary")
+weights=$(awk '{ s += $NF } END { print s }' "$tmp/folded")
+[ "$weights" = "$insns" ] || fail "folded weights add up to $weights, the summary says $insns instructions"
+# The deepest call chain of calls: a "->" line at depth d is the (d+1)-th call.
+calls_depth=$(python3 - "$tmp/calls" <<'EOF'
+import re, sys
+m = 0
+for line in open(sys.argv[1], errors="replace"):
+    x = re.match(r"^\S+ \[\d+\] .*?/-?\d+ (?:\[(\d+)\])?( *)-> ", line)
+    if x:
+        m = max(m, 1 + (int(x.group(1)) if x.group(1) else len(x.group(2)) // 2))
+print(m)
+EOF
+)
+# A folded line: comm;base;frame... weight. Frames below comm.
+folded_depth=$(awk '{ n = split($1, f, ";") - 1; if (n > m) m = n } END { print m + 0 }' "$tmp/folded")
+echo "trace $trace_bytes bytes; calls: deepest chain $calls_depth calls; folded: deepest stack $folded_depth frames"
+[ "$folded_depth" -le $((calls_depth + 1)) ] ||
+    fail "a folded stack of $folded_depth frames, deeper than calls' deepest chain ($calls_depth calls + base)"
+[ "$calls_depth" -lt 1024 ] || fail "calls reaches $calls_depth deep: the stack's cap, calls piled up"
+if command -v flamegraph.pl >/dev/null; then
+    flamegraph.pl "$tmp/folded" >"$tmp/flame.svg" || fail "flamegraph.pl"
+    height=$(sed -n 's/.*<svg[^>]* height="\([0-9]*\)".*/\1/p' "$tmp/flame.svg" | head -n1)
+    [ "${height:-0}" -gt 0 ] && [ "$height" -le $((16 * (folded_depth + 2) + 200)) ] ||
+        fail "flamegraph.pl drew an SVG $height pixels tall"
+else
+    echo "note: no flamegraph.pl (Debian 12 does not package it): depth and weights checked instead"
+fi
+echo "ok"

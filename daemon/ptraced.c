@@ -170,12 +170,14 @@ static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
                                        "--sysfs-root applies to Source=kernel; the emulated PMU (Source=sim) "
                                        "describes itself");
 #if HAVE_EMULATED_PMU
+        _Static_assert(_PMU_SIM_CPU_MAX == 2, "sim_model_names[] names every PmuSimCpuModel, in order");
         /* The emulated PMU, fed by the trace synthesizer. */
         SimBackendOptions so = {
                 .n_cpus = config->sim_cpus,
                 .seed = config->sim_seed,
                 .bytes_per_sec = config->sim_rate,
                 .event = config->event,
+                .cpu_model = (PmuSimCpuModel) config->sim_model, /* sim_model_names[] is in this order */
                 .keep_truth = arg_sim_truth_dir != NULL,
         };
         _cleanup_free_ char *error = NULL;
@@ -184,9 +186,10 @@ static int make_backend(const PtracedConfig *config, PmuBackend **ret) {
                 return log_error_errno(r, "Failed to set up the emulated intel_pt PMU: %s", error);
         if (r < 0)
                 return log_error_errno(r, "Failed to set up the emulated intel_pt PMU: %m");
-        log_notice("Running on the emulated intel_pt PMU (%u CPUs, %" PRIu64 " bytes/s each): every status line and "
-                   "bundle says simulated.",
-                   config->sim_cpus ?: (unsigned) MAX(sysconf(_SC_NPROCESSORS_ONLN), 1L), config->sim_rate);
+        log_notice("Running on the emulated intel_pt PMU (%u CPUs, %" PRIu64 " bytes/s each, %s): every status line "
+                   "and bundle says simulated.",
+                   config->sim_cpus ?: (unsigned) MAX(sysconf(_SC_NPROCESSORS_ONLN), 1L), config->sim_rate,
+                   sim_model_names[config->sim_model]);
         return 0;
 #else
         (void) r;
@@ -230,7 +233,7 @@ static int check_config(const PtracedConfig *config, PmuBackend *backend) {
                 return r;
         /* Every refusal of start-up that depends on the configuration alone
          * (issue 17: --check-config must not pass what start-up refuses). */
-        r = ptraced_config_check_memory(config, backend, &lookback);
+        r = ptraced_config_check_memory(config, backend, pmu, &lookback);
         if (r < 0)
                 return r;
 

@@ -375,3 +375,11 @@ void pt_event_config_to_attr(const PtEventConfig *c, uint32_t pmu_type, struct p
         ret->exclude_user = c->exclude_user;
         ret->exclude_kernel = c->exclude_kernel;
 }
+
+uint64_t pt_aux_size_max(const Pmu *pmu) {
+        const char *v = pmu_get_cap(pmu, "topa_multiple_entries");
+
+        /* A PMU without the cap (older kernels print no caps/) is taken at
+         * its word elsewhere: the mmap says ENOMEM if it must. */
+        return v && streq(v, "0") ? PT_AUX_CHUNK_MAX : 0;
+}

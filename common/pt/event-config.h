@@ -54,3 +54,16 @@ int pt_event_config_get(const Pmu *pmu, const PtEventConfig *c, const char *term
  * enabled, sample_id_all with PTRACED_SAMPLE_TYPE, exclusions from the
  * config. */
 void pt_event_config_to_attr(const PtEventConfig *c, uint32_t pmu_type, struct perf_event_attr *ret);
+
+/* rb_alloc_aux_page() never allocates above MAX_PAGE_ORDER: 4 MiB with
+ * x86's 4 KiB pages. */
+#define PT_AUX_CHUNK_MAX (UINT64_C(4) << 20)
+
+/* The largest overwrite-mode (snapshot) AUX area this PMU can map, 0 for
+ * no limit of the driver's own. Without multiple-entry ToPA
+ * (caps/topa_multiple_entries 0: Broadwell as the emulated PMU models it)
+ * pt_init() sets PERF_PMU_CAP_AUX_NO_SG, and rb_alloc_aux()
+ * (kernel/events/ring_buffer.c) then wants an overwrite-mode area as one
+ * contiguous chunk, of at most PT_AUX_CHUNK_MAX: anything larger fails the
+ * mmap with ENOMEM. */
+uint64_t pt_aux_size_max(const Pmu *pmu);

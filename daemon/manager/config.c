@@ -20,6 +20,12 @@ const char *const trace_source_names[] = {
         NULL,
 };
 
+const char *const sim_model_names[] = {
+        "skylake-sp",
+        "broadwell",
+        NULL,
+};
+
 /* AUX areas are mapped in pages; the kernel wants a power of two of them.
  * perf refuses snapshot buffers below 4 KiB. */
 #define AUX_MIN (4U * 1024U)
@@ -74,6 +80,7 @@ const ConfigItem ptraced_config_items[] = {
         { "Sim", "CPUs", config_parse_uint32, offsetof(PtracedConfig, sim_cpus) },
         { "Sim", "Rate", config_parse_size, offsetof(PtracedConfig, sim_rate) },
         { "Sim", "Seed", config_parse_uint64, offsetof(PtracedConfig, sim_seed) },
+        { "Sim", "Model", config_parse_enum, offsetof(PtracedConfig, sim_model), sim_model_names },
         { "Storage", "Directory", config_parse_path, offsetof(PtracedConfig, directory) },
         { "Storage", "MaxUse", config_parse_size, offsetof(PtracedConfig, max_use) },
         { "Storage", "KeepFree", config_parse_size, offsetof(PtracedConfig, keep_free) },
@@ -269,9 +276,10 @@ size_t ptraced_cpu_slots(size_t n) {
         return MAX(n, (size_t) MAX(conf, 1L));
 }
 
-int ptraced_config_check_memory(const PtracedConfig *c, PmuBackend *backend, Lookback *ret) {
+int ptraced_config_check_memory(const PtracedConfig *c, PmuBackend *backend, const Pmu *pmu, Lookback *ret) {
         _cleanup_free_ bool *online = NULL;
         size_t n_online = 0;
+        uint64_t cut;
         int k;
 
         k = pmu_backend_online_cpus(backend, &online, &n_online);
@@ -289,6 +297,23 @@ int ptraced_config_check_memory(const PtracedConfig *c, PmuBackend *backend, Loo
         }
         if (k < 0)
                 return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "[Trace] MemoryMax= leaves less than 4K per CPU");
+        /* Started as the kernel would map it rather than failed at the
+         * mmap: with ENOMEM on every CPU, nothing would record. */
+        cut = lookback_limit(ret, pt_aux_size_max(pmu));
+        if (cut > 0 || (ret->aux_max > 0 && c->lookback)) {
+                char a[FORMAT_BYTES_MAX], b[FORMAT_BYTES_MAX];
+
+                format_bytes(a, sizeof a, cut);
+                format_bytes(b, sizeof b, ret->aux_max);
+                if (cut > 0)
+                        log_warning("%s%s is more than this intel_pt can map: without multiple-entry ToPA "
+                                    "(caps/topa_multiple_entries is 0) the kernel wants a snapshot buffer as one "
+                                    "contiguous chunk of at most %s (rb_alloc_aux()); using %s per CPU",
+                                    c->buffer_size ? "[Trace] BufferSize=" : "The default buffer size ", a, b, b);
+                else
+                        log_notice("Without multiple-entry ToPA (caps/topa_multiple_entries is 0), Lookback= "
+                                   "sizes the buffers up to %s per CPU (rb_alloc_aux())", b);
+        }
         return 0;
 }
 

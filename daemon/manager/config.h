@@ -39,6 +39,7 @@ typedef struct PtracedConfig {
         uint32_t sim_cpus;          /* 0 = this machine's */
         uint64_t sim_rate;          /* trace bytes per second per CPU */
         uint64_t sim_seed;
+        int sim_model;              /* the emulated CPU: an index into sim_model_names */
 
         /* [Storage] */
         char *directory;
@@ -72,6 +73,8 @@ extern const ConfigItem ptraced_config_items[];
 /* [Trigger:NAME] sections, parsed into PtracedConfig.trigger_list. */
 extern const ConfigSectionTemplate ptraced_config_templates[];
 extern const char *const trace_source_names[];
+/* [Sim] Model=: the emulated CPU, in daemon/sim's PmuSimCpuModel order. */
+extern const char *const sim_model_names[];
 
 void ptraced_config_init(PtracedConfig *c);
 void ptraced_config_done(PtracedConfig *c);
@@ -94,14 +97,16 @@ int ptraced_config_load_filters(const PtracedConfig *c, const struct Pmu *pmu, c
 
 /* [Trace] BufferSize= and MemoryMax= for the CPUs the backend can have
  * (every CPU that may come online): the ring sizes, or refused as start-up
- * refuses them. --check-config and the manager both run it. Logs what is
- * wrong, naming the keys. */
+ * refuses them, within what the PMU can map (pt_aux_size_max(): a size
+ * above it is cut, with a warning). --check-config and the manager both
+ * run it. Logs what is wrong, naming the keys. */
 struct Lookback;
 struct PmuBackend;
 /* CPU slots the memory is shared by: every CPU that may come online (n
  * online, or the machine's configured CPUs when more). */
 size_t ptraced_cpu_slots(size_t n);
-int ptraced_config_check_memory(const PtracedConfig *c, struct PmuBackend *backend, struct Lookback *ret);
+int ptraced_config_check_memory(const PtracedConfig *c, struct PmuBackend *backend, const struct Pmu *pmu,
+                                struct Lookback *ret);
 
 /* Load `path` (and `path`.d/ drop-ins) or, with path == NULL, the default
  * ptraced.conf and its drop-in directories. Cross-key checks (BufferSize=

@@ -33,6 +33,16 @@ int lookback_init(Lookback *l, usec_t target, usec_t rate_interval, uint64_t mem
         return 0;
 }
 
+uint64_t lookback_limit(Lookback *l, uint64_t aux_max) {
+        uint64_t was = l->aux_size;
+
+        l->aux_max = aux_max;
+        if (aux_max == 0 || l->aux_size <= aux_max)
+                return 0;
+        l->aux_size = aux_max;
+        return was;
+}
+
 bool lookback_measure_due(const Lookback *l, nsec_t now) {
         /* RateInterval=0: never stop the trace to measure (no lookback
          * estimate then). */
@@ -60,6 +70,8 @@ uint64_t lookback_rate_measured(Lookback *l, nsec_t now, uint64_t rate, size_t n
         want = pow2_ceil(rate * (l->target / USEC_PER_MSEC) / 1000 * 5 / 4);
         want = MAX(want, LOOKBACK_AUX_MIN);
         want = MIN(want, lookback_aux_cap(l->memory_max, n_slots));
+        if (l->aux_max)
+                want = MIN(want, l->aux_max);
         /* Hysteresis: keep a ring that holds Lookback= (without the quarter
          * to spare) and is not twice what it needs; a rate wavering
          * around a power of two would otherwise resize it every time. */

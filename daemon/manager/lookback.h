@@ -12,7 +12,8 @@
  *     MemoryMax= allows: every CPU has its ring and a copy of it.
  *   - With Lookback=, each measurement of the busiest CPU's rate asks for
  *     a power of two holding Lookback= and a quarter more, at least
- *     LOOKBACK_AUX_MIN and within MemoryMax=; a ring that holds Lookback=
+ *     LOOKBACK_AUX_MIN and within MemoryMax= and what the PMU can map
+ *     (lookback_limit()); a ring that holds Lookback=
  *     (without the quarter) and is less than twice what is asked for stays
  *     (hysteresis).
  *   - Rates come from the trace's own time (daemon/recorder/rates.c), at
@@ -42,6 +43,7 @@ typedef struct Lookback {
         usec_t target;        /* Lookback=; 0: the size stays */
         usec_t rate_interval; /* RateInterval=; 0: never measure */
         uint64_t memory_max;  /* MemoryMax= */
+        uint64_t aux_max;     /* what the PMU can map (pt_aux_size_max()), 0: no limit of its own */
 
         uint64_t aux_size;    /* per CPU, now */
         uint64_t max_rate;    /* bytes/s of the busiest CPU, 0 unknown */
@@ -57,6 +59,11 @@ uint64_t lookback_aux_cap(uint64_t memory_max, size_t n_slots);
  * leaves less than LOOKBACK_AUX_FLOOR per CPU. */
 int lookback_init(Lookback *l, usec_t target, usec_t rate_interval, uint64_t memory_max, uint64_t buffer_size,
                   size_t n_slots);
+
+/* The PMU maps no AUX area above aux_max (0: no limit of its own): the
+ * start size and every size asked for later stay within it. Returns the
+ * start size it cut, or 0 when it had not to. */
+uint64_t lookback_limit(Lookback *l, uint64_t aux_max);
 
 /* Is a rate measurement due at now? */
 bool lookback_measure_due(const Lookback *l, nsec_t now);

@@ -114,6 +114,14 @@ static void update_status(Manager *m) {
         extra[0] = 0;
         if (busy || failed)
                 snprintf(extra, sizeof extra, " (%u busy, %u failed: %s)", busy, failed, strna(first_error));
+        if (m->lookback.aux_max > 0 && m->lookback.aux_size >= m->lookback.aux_max) {
+                /* Say why the rings stay this small (lookback_limit()). */
+                char mx[FORMAT_BYTES_MAX];
+                size_t l = strlen(extra);
+
+                snprintf(extra + l, sizeof extra - l, ", at most %s (no multiple-entry ToPA)",
+                         format_bytes(mx, sizeof mx, m->lookback.aux_max));
+        }
 
         if (rec == total)
                 snprintf(m->status, sizeof m->status, "recording %u CPU%s, %s each, %s%s%s", rec, rec == 1 ? "" : "s",
@@ -653,7 +661,7 @@ Manager *manager_free(Manager *m) {
 static int setup_recorder(Manager *m) {
         int k;
 
-        k = ptraced_config_check_memory(&m->config, m->backend, &m->lookback);
+        k = ptraced_config_check_memory(&m->config, m->backend, m->pmu, &m->lookback);
         if (k < 0)
                 return k;
 

@@ -32,6 +32,7 @@ int sim_backend_new(const SimBackendOptions *opts, PmuBackend **ret, char **ret_
         PmuSimOptions po = {
                 .n_cpus = n_cpus,
                 .bytes_per_sec = opts->bytes_per_sec,
+                .cpu_model = opts->cpu_model,
                 .source = src,
                 .keep_truth = opts->keep_truth,
                 /* The synthesizer costs tens of ms of CPU per ms of trace

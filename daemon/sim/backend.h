@@ -8,12 +8,14 @@
  */
 
 #include "common/perf/pmu-backend.h"
+#include "daemon/sim/pmu-sim.h"
 
 typedef struct SimBackendOptions {
         unsigned n_cpus;        /* CPUs of the emulated machine; 0: this machine's online CPUs */
         uint64_t seed;
         uint64_t bytes_per_sec; /* trace production rate per CPU */
         const char *event;      /* the intel_pt configuration the recorder will use */
+        PmuSimCpuModel cpu_model; /* the emulated CPU (its caps and the driver's limits) */
         bool keep_truth;        /* keep each CPU's ring as of its last disable, for sim_backend_write_truth() */
 } SimBackendOptions;
 

@@ -59,6 +59,7 @@
  */
 
 #include "common/perf/pmu-backend.h"
+#include "common/pt/event-config.h"
 #include "common/pt/kernel-filter.h"
 
 typedef struct SimTraceSource SimTraceSource;
@@ -122,7 +123,7 @@ typedef enum PmuSimCpuModel {
 #define PMU_SIM_IPI_LATENCY_DEFAULT_NS 20000ULL
 #define PMU_SIM_IPI_LATENCY_NONE UINT64_MAX
 /* rb_alloc_aux_page() caps an allocation at MAX_PAGE_ORDER: 4 MiB. */
-#define PMU_SIM_NO_SG_AUX_MAX (4ULL << 20)
+#define PMU_SIM_NO_SG_AUX_MAX PT_AUX_CHUNK_MAX
 
 typedef struct PmuSimOptions {
         unsigned n_cpus;         /* CPUs of the emulated machine */

@@ -100,4 +100,30 @@ static void test_retention(void) {
         ASSERT_EQ(lookback_retention_ns(&l), LOOKBACK_RETENTION_MIN_NSEC);
 }
 
-RUN_TESTS(TEST(test_init), TEST(test_resize), TEST(test_retention));
+/* A PMU that maps at most 4M (single-entry ToPA, pt_aux_size_max()): a
+ * larger BufferSize= is cut to it, and Lookback= never asks for more. */
+static void test_limit(void) {
+        nsec_t now = 10 * NSEC_PER_SEC;
+        Lookback l;
+
+        ASSERT_OK(lookback_init(&l, 0, 0, UINT64_C(1) << 30, 16 * MiB, 4));
+        ASSERT_EQ(lookback_limit(&l, 4 * MiB), 16 * MiB);
+        ASSERT_EQ(l.aux_size, 4 * MiB);
+        /* Within the limit, or no limit: as it was. */
+        ASSERT_OK(lookback_init(&l, 0, 0, UINT64_C(1) << 30, 2 * MiB, 4));
+        ASSERT_EQ(lookback_limit(&l, 4 * MiB), 0);
+        ASSERT_EQ(l.aux_size, 2 * MiB);
+        ASSERT_OK(lookback_init(&l, 0, 0, UINT64_C(1) << 30, 16 * MiB, 4));
+        ASSERT_EQ(lookback_limit(&l, 0), 0);
+        ASSERT_EQ(l.aux_size, 16 * MiB);
+
+        /* Lookback=20ms at 500 MB/s wants 16M: the limit, and it stays. */
+        ASSERT_OK(lookback_init(&l, 20 * USEC_PER_MSEC, 10 * USEC_PER_SEC, UINT64_C(1) << 30, 0, 4));
+        ASSERT_EQ(lookback_limit(&l, 4 * MiB), 0);
+        ASSERT_EQ(lookback_rate_measured(&l, now, 500 * 1000 * 1000, 4), 0);
+        ASSERT_EQ(l.aux_size, 4 * MiB);
+        /* A slow rate still shrinks it. */
+        ASSERT_EQ(lookback_rate_measured(&l, now, 10 * 1000 * 1000, 4), 256 * 1024);
+}
+
+RUN_TESTS(TEST(test_init), TEST(test_resize), TEST(test_retention), TEST(test_limit));

@@ -739,6 +739,8 @@ static void test_broadwell_topa(void) {
                         int fd;
 
                         ASSERT_OK(pmu_load(b->sysfs_root, "intel_pt", &pmu));
+                        /* What the daemon reads of it (the caps) is what the mmap holds to. */
+                        ASSERT_EQ(pt_aux_size_max(pmu), bdw ? PT_AUX_CHUNK_MAX : 0);
                         ASSERT_OK(pt_event_config_parse(pmu, "intel_pt//", &c, NULL));
                         pt_event_config_to_attr(&c, pmu->type, &a);
                         fd = pmu_backend_event_open(b, &a, -1, 0, -1, 0);

@@ -15,7 +15,9 @@
  *    kept, a restart beginning with PSB+, a stalled CPU skipping ahead
  *    cleanly;
  *  - on a CPU of this machine (root): the code of a real process that
- *    runs there, at its real addresses.
+ *    runs there, at its real addresses; generated after the fact, a run
+ *    ends where its address-space version ends though no event of the
+ *    CPU's time line says so.
  *
  * The decode of whole bundles, real CPUs and side-band attribution
  * included, is tests/integration/test-sim-source-decode.sh (suite decode).
@@ -26,6 +28,7 @@
  */
 
 #include <intel-pt.h>
+#include <limits.h>
 #include <pthread.h>
 #include <sched.h>
 #include <signal.h>
@@ -44,6 +47,7 @@
 #include "common/perf/ring.h"
 #include "daemon/sim/pmu-sim.h"
 #include "daemon/sim/source.h"
+#include "daemon/sim/source/internal.h" /* test_version_end_unannounced drives the time line */
 #include "test.h"
 
 #define RATE (20U << 20)
@@ -207,16 +211,24 @@ static void config_for(struct pt_config *cfg, const Buffer *b) {
 
 typedef struct PacketStats {
         uint64_t packets, psbs, pges, pgds, tsc_first, tsc_last;
-        uint64_t *pge_ips;
+        uint64_t *pge_ips, *pge_tscs;
         size_t n_pge_ips;
 } PacketStats;
 
+static void packet_stats_done(PacketStats *st) {
+        free(st->pge_ips);
+        free(st->pge_tscs);
+}
+
 /* Every byte through libipt's packet decoder from offset 0; the IPs of
- * TIP.PGE, decompressed as the hardware compresses them. */
+ * TIP.PGE, decompressed as the hardware compresses them, and their times
+ * (TSC ticks from TSC + TMA and the MTCs since, mtc_period=3: a lower
+ * bound, as a decoder's time is). */
 static void check_packets(const Buffer *b, PacketStats *st) {
+        const uint64_t tsc_per_ctc = PMU_SIM_CPUID15_EBX / PMU_SIM_CPUID15_EAX, f = 3;
         struct pt_packet_decoder *dec;
         struct pt_config cfg;
-        uint64_t last_ip = 0;
+        uint64_t last_ip = 0, tsc = 0, base_ctc = 0, ctc = 0;
 
         *st = (PacketStats){};
         ASSERT_TRUE(b->size >= sizeof psb);
@@ -244,8 +256,20 @@ static void check_packets(const Buffer *b, PacketStats *st) {
                 case ppt_tsc:
                         if (!st->tsc_first)
                                 st->tsc_first = p.payload.tsc.tsc;
-                        st->tsc_last = p.payload.tsc.tsc;
+                        st->tsc_last = tsc = p.payload.tsc.tsc;
                         break;
+                case ppt_tma:
+                        base_ctc = ctc = p.payload.tma.ctc;
+                        break;
+                case ppt_mtc: {
+                        uint64_t mask = UINT64_C(0xff) << f, at = (ctc & ~mask) | ((uint64_t)p.payload.mtc.ctc << f);
+
+                        if (at <= ctc)
+                                at += UINT64_C(1) << (f + 8);
+                        ctc = at;
+                        tsc = st->tsc_last + (ctc - base_ctc) * tsc_per_ctc;
+                        break;
+                }
                 case ppt_tip:
                 case ppt_tip_pge:
                 case ppt_tip_pgd:
@@ -278,6 +302,10 @@ static void check_packets(const Buffer *b, PacketStats *st) {
 
                                 ASSERT_NOT_NULL(a);
                                 st->pge_ips = a;
+                                a = realloc(st->pge_tscs, (st->n_pge_ips + 1) * sizeof *a);
+                                ASSERT_NOT_NULL(a);
+                                st->pge_tscs = a;
+                                st->pge_tscs[st->n_pge_ips] = tsc;
                                 st->pge_ips[st->n_pge_ips++] = ip;
                                 st->pges++;
                         } else if (p.type == ppt_tip_pgd)
@@ -490,7 +518,7 @@ static void test_synthetic_cpu(void) {
         /* Whole pieces were asked for and given. */
         ASSERT_TRUE(r.max_seen <= PIECE);
         pt_image_free(image);
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
         rig_done(&r);
 }
 
@@ -512,7 +540,7 @@ static void test_small_pieces(void) {
         check_sideband(&r.sideband, real, image, &sb);
         ASSERT_TRUE(check_insn_flow(&r.trace, image) > 0);
         pt_image_free(image);
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
         rig_done(&r);
 }
 
@@ -565,7 +593,7 @@ static void test_restart_and_stall(void) {
         check_sideband(&r.sideband, real, image, &sb);
         ASSERT_TRUE(check_insn_flow(&again, image) > 0);
         pt_image_free(image);
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
         rig_done(&r);
 }
 
@@ -591,7 +619,7 @@ static void test_stop_and_resume(void) {
         stop1 = r.trace.size;
         check_packets(&r.trace, &ps);
         psbs_before = ps.psbs;
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
         ASSERT_OK(sim_trace_source_cpu_stats(r.src, real, &cs));
         resyncs = cs.resyncs;
 
@@ -622,7 +650,7 @@ static void test_stop_and_resume(void) {
         check_sideband(&r.sideband, real, image, &sb);
         ASSERT_TRUE(check_insn_flow(&r.trace, image) > 1000);
         pt_image_free(image);
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
         rig_done(&r);
 }
 
@@ -696,7 +724,7 @@ static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats 
         for (unsigned attempt = 0; attempt < 4 && inside == 0; attempt++) {
                 rig_run(r, 700, PIECE);
                 if (attempt > 0)
-                        free(ps->pge_ips);
+                        packet_stats_done(ps);
                 check_packets(&r->trace, ps);
                 for (size_t i = 0; i < ps->n_pge_ips; i++)
                         for (size_t k = 0; k < x->n; k++)
@@ -763,7 +791,7 @@ static void test_real_cpu(void) {
                " trace starts, %" PRIu64 " of them in the pinned process's code\n",
                r.trace.size, cs.traced_runs, cs.untraced_runs, ps.pges, inside);
         ASSERT_TRUE(inside > 0);
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
         rig_done(&r);
 }
 
@@ -813,7 +841,156 @@ static void test_real_cpu_leader_gone(void) {
                " of them in the remaining thread's code\n",
                ps.pges, inside);
         ASSERT_TRUE(inside > 0);
-        free(ps.pge_ips);
+        packet_stats_done(&ps);
+        rig_done(&r);
+}
+
+/* Our executable file mappings, as MMAP2 records would give them; the
+ * first is the test binary's. */
+typedef struct SelfText {
+        uint64_t lo, hi, pgoff, ino;
+        uint32_t maj, min;
+        char path[PATH_MAX];
+} SelfText;
+
+static size_t self_text(SelfText *ret, size_t max) {
+        _cleanup_free_ char *maps = NULL;
+        char exe[PATH_MAX];
+        ssize_t n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+        size_t k = 1;
+
+        ASSERT_TRUE(n > 0);
+        exe[n] = 0;
+        ret[0] = (SelfText){};
+        ASSERT_OK(read_full_file("/proc/self/maps", 1 << 20, &maps, NULL));
+        for (char *line = strtok(maps, "\n"); line; line = strtok(NULL, "\n")) {
+                char perms[8];
+                unsigned maj, min;
+                SelfText t = {};
+
+                if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %x:%x %" SCNu64 " %4095s", &t.lo, &t.hi,
+                           perms, &t.pgoff, &maj, &min, &t.ino, t.path) != 8 ||
+                    perms[2] != 'x' || t.path[0] != '/')
+                        continue;
+                t.maj = maj;
+                t.min = min;
+                if (streq(t.path, exe))
+                        ret[0] = t;
+                else if (k < max)
+                        ret[k++] = t;
+        }
+        ASSERT_TRUE(ret[0].hi > 0);
+        return k;
+}
+
+/* A version whose end no event of the CPU's time line announces: the
+ * process model knows the mappings end at T2 (here a COMM exec applied to
+ * the model directly, without the hub's touch; in the daemon, what a /proc
+ * rescan after a side-band loss ends before any version of the pid was
+ * built), the run resolved after the fact began at T1 and its next switch
+ * is at T3. The run must end at T2: sim_real_apply() puts a CHANGE at its
+ * version's end into the time line (commit "a run resolved after the fact
+ * ends where its address-space version ends"). Before, the old program's
+ * code was traced up to T3. The CPU's real side-band is shut off, so that
+ * only these events say what runs on CPU 0. */
+static void test_version_end_unannounced(void) {
+        const uint32_t pid = 4000001; /* below pid_max's limit, not a process of this machine */
+        uint64_t t0, t1, t2, t3, tsc, traced_before = 0, traced_after = 0;
+        SimSource *src;
+        SelfText xs[16];
+        size_t n_xs;
+        PacketStats pg;
+        Rig r;
+
+        require_root();
+        n_xs = self_text(xs, ELEMENTSOF(xs));
+        rig_init(&r, n_real_cpus(), 0, RATE);
+        src = (SimSource *)r.src;
+        /* No real side-band from here on, nor records held back (a LOST
+         * among them would rescan /proc, where our pid is not). */
+        sim_drainer_stop(src);
+        pthread_mutex_lock(&src->lock);
+        for (size_t i = 0; i < src->n_trackers; i++)
+                sim_tracker_close(&src->trackers[i]);
+        src->n_trackers = 0;
+        src->n_pending = 0;
+        src->cpus[0].n_queue = 0;
+        pthread_mutex_unlock(&src->lock);
+
+        t0 = pmu_sim_tsc_now();
+        (void)rig_tick(&r, t0, SIM_TRACE_FIRST, PIECE, NULL);
+        t1 = t0 + TICKS_US(2000);
+        t2 = t1 + TICKS_US(10000);
+        t3 = t2 + TICKS_US(10000);
+
+        pthread_mutex_lock(&src->lock);
+        {
+                Model *m = procmap_model(src->procmap);
+                PerfRecord fork = {.type = PERF_RECORD_FORK, .fork = {.pid = pid, .ppid = 1, .tid = pid, .ptid = 1}};
+                PerfRecord comm = {.type = PERF_RECORD_COMM,
+                                   .comm = {.pid = pid, .tid = pid, .comm = "new", .exec = true}};
+                SimEvent in = {.time = t1, .pid = pid, .tid = pid, .kind = SIM_EV_SWITCH};
+                SimEvent out = {.time = t3, .pid = 0, .tid = 0, .kind = SIM_EV_SWITCH};
+
+                ASSERT_OK(model_apply(m, &fork, tsc_to_ns(t0) + 1000, NULL));
+                for (size_t i = 0; i < n_xs; i++) {
+                        PerfRecord mmap = {.type = PERF_RECORD_MMAP2,
+                                           .mmap2 = {.pid = pid,
+                                                     .tid = pid,
+                                                     .addr = xs[i].lo,
+                                                     .len = xs[i].hi - xs[i].lo,
+                                                     .pgoff = xs[i].pgoff,
+                                                     .maj = xs[i].maj,
+                                                     .min = xs[i].min,
+                                                     .ino = xs[i].ino,
+                                                     .prot = PROT_READ | PROT_EXEC,
+                                                     .flags = MAP_PRIVATE,
+                                                     .filename = xs[i].path}};
+
+                        ASSERT_OK(model_apply(m, &mmap, tsc_to_ns(t0) + 2000 + i, NULL));
+                }
+                /* The end the model knows, that no event says. */
+                ASSERT_OK(model_apply(m, &comm, tsc_to_ns(t2), NULL));
+                sim_queue_push(&src->cpus[0], &in);
+                sim_queue_push(&src->cpus[0], &out);
+        }
+        pthread_mutex_unlock(&src->lock);
+
+        /* After the fact, in the PMU's steps. */
+        while (pmu_sim_tsc_now() < t3 + TICKS_US(3000))
+                msleep(1);
+        for (uint64_t t = t0, now = pmu_sim_tsc_now(); t < now;) {
+                t = MIN(now, t + PMU_SIM_TSC_HZ / 1000);
+                (void)rig_tick(&r, t, SIM_TRACE_RUN, PIECE, NULL);
+        }
+        (void)rig_tick(&r, pmu_sim_tsc_now(), SIM_TRACE_STOP, PIECE, NULL);
+
+        check_packets(&r.trace, &pg);
+        for (size_t i = 0; i < pg.n_pge_ips; i++) {
+                bool ours = false;
+
+                for (size_t k = 0; k < n_xs; k++)
+                        ours = ours || (pg.pge_ips[i] >= xs[k].lo && pg.pge_ips[i] < xs[k].hi);
+                if (!ours)
+                        continue;
+                tsc = pg.pge_tscs[i];
+                if (tsc < t2)
+                        traced_before++;
+                else
+                        traced_after++;
+        }
+        {
+                SimSourceCpuStats cs;
+
+                ASSERT_OK(sim_trace_source_cpu_stats(r.src, 0, &cs));
+                printf("version ending at T2 unannounced: %" PRIu64 " trace starts in its code before T2, %" PRIu64
+                       " after (%" PRIu64 " traced runs, %" PRIu64 " untraced, %zu bytes)\n",
+                       traced_before, traced_after, cs.traced_runs, cs.untraced_runs, r.trace.size);
+        }
+        fflush(stdout);
+        ASSERT_TRUE(traced_before > 0);
+        ASSERT_EQ(traced_after, 0);
+        packet_stats_done(&pg);
         rig_done(&r);
 }
 
@@ -843,4 +1020,5 @@ static void test_cost(void) {
 }
 
 RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
-          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone), TEST(test_cost));
+          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone),
+          TEST(test_version_end_unannounced), TEST(test_cost));

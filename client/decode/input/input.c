@@ -47,6 +47,7 @@ void decode_image_done(DecodeImage *img) {
         free(img->path);
         free(img->name);
         strv_free(img->match_paths);
+        free(img->debug_path);
         safe_close(img->fd);
         *img = (DecodeImage){ .fd = -EBADF };
 }

@@ -71,6 +71,10 @@ typedef struct DecodeImage {
         uint32_t pid;
         bool kernel;   /* kernel text (kcore-like ELF): placed at its own addresses everywhere */
         bool vdso;     /* captured vDSO: matches "[vdso]" mappings */
+        /* Its separate debug file (symbols of local functions, lines), as
+         * the bundle carries it ([Storage] DebugInfo=); NULL: looked for
+         * on this host (client/decode/symbols.c). */
+        char *debug_path;
 } DecodeImage;
 
 /* An image the producer knows was wanted but could not provide; named in

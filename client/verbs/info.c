@@ -336,8 +336,10 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
                 snprintf(buf, sizeof buf, "unknown (no CPUID.15H crystal, CPUID.16H base or max_nonturbo_ratio)");
         field("TSC frequency", buf);
 
-        if (m->lookback_ns > 0)
-                printf("%14s: %.3f ms\n", "Lookback", (double) m->lookback_ns / 1e6);
+        /* What list shows: the window, not the manifest's lookback_ns (the
+         * shortest CPU's span, which the CPU table shows as FIRST..LAST). */
+        if (m->window.valid)
+                printf("%14s: %.3f ms\n", "Lookback", (double) (m->window.end_time - m->window.start_time) / 1e6);
         else
                 field("Lookback", "-");
         if (m->window.valid)

@@ -85,7 +85,9 @@ static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname
         }
         fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
                                           debuginfo_file_name);
-        if (fd >= 0 || !modname || modname[0] != '/' || streq_ptr(modname, file_name))
+        /* Again only for the debuglink: the build-id search (and
+         * debuginfod) do not depend on the file's name. */
+        if (fd >= 0 || !debuglink_file || !modname || modname[0] != '/' || streq_ptr(modname, file_name))
                 return fd;
         return dwfl_standard_find_debuginfo(mod, userdata, modname, base, modname, debuglink_file, debuglink_crc,
                                             debuginfo_file_name);
@@ -554,8 +556,26 @@ static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection
         return d;
 }
 
+/* The side-band's announcement of a symbol at addr (KSYMBOL): a BPF
+ * program loaded or unloaded in the window, which kallsyms from the
+ * trigger may not name. perf's machine__process_ksymbol_register() maps
+ * each at its address as records come; lookups here carry no time, so the
+ * latest registration covering addr names it, also after its
+ * unregistration (the trace may have run it before). */
+static const DecodeKsym *sideband_ksym(const DecodeSymbolizer *s, uint64_t addr) {
+        if (!s->ctx)
+                return NULL;
+        for (size_t i = s->ctx->n_ksyms; i > 0; i--) {
+                const DecodeKsym *k = &s->ctx->ksyms[i - 1];
+                if (!k->unregister && addr >= k->addr && addr - k->addr < k->len)
+                        return k;
+        }
+        return NULL;
+}
+
 static const DecodeSymbol *lookup_kernel(DecodeSymbolizer *s, uint64_t addr) {
-        const KSym *k = ksym_find(s, addr);
+        const DecodeKsym *sk = sideband_ksym(s, addr);
+        const KSym *k = sk ? NULL : ksym_find(s, addr);
         DecodeSymbol *d = u64map_get(&s->kcache, addr);
 
         if (d)
@@ -563,7 +583,11 @@ static const DecodeSymbol *lookup_kernel(DecodeSymbolizer *s, uint64_t addr) {
         d = new_symbol(s);
         if (!d)
                 return NULL;
-        if (k) {
+        if (sk) {
+                d->name = intern(s, sk->name);
+                d->offset = addr - sk->addr;
+                d->dso = intern(s, sk->bpf ? "[bpf]" : "[kernel.kallsyms]");
+        } else if (k) {
                 d->name = k->name;
                 d->offset = addr - k->addr;
                 d->dso = k->module ?: intern(s, "[kernel.kallsyms]");
@@ -588,7 +612,7 @@ const DecodeSymbol *decode_symbolizer_lookup(DecodeSymbolizer *s, const DecodeVi
         const DecodeSymbol *res = NULL;
 
         pthread_mutex_lock(&s->lock);
-        if (addr >= DECODE_KERNEL_START && s->n_ksyms > 0)
+        if (addr >= DECODE_KERNEL_START && (s->n_ksyms > 0 || (s->ctx && s->ctx->n_ksyms > 0)))
                 res = lookup_kernel(s, addr);
         else if (sec)
                 res = lookup_image(s, sec, addr);

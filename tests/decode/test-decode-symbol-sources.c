@@ -4,7 +4,8 @@
  * exactly where objdump names them (.plt, .plt.sec, .plt.got), and the
  * local functions of a stripped image from a separate debug file found by
  * build-id, by .gnu_debuglink (also for an image opened under another
- * name, as bundles open theirs), and from MiniDebugInfo (.gnu_debugdata).
+ * name, as bundles open theirs), from MiniDebugInfo (.gnu_debugdata), and
+ * from a debuginfod server when DEBUGINFOD_URLS is set.
  * The stripped images and their debug files are built here with gcc,
  * objcopy, strip and xz, from the symbolizer fixture. */
 
@@ -269,6 +270,65 @@ static void test_minidebuginfo(void) {
         expect_outer(bin, bin, true);
 }
 
+/* debuginfod, through libdw's own client (it loads libdebuginfod when
+ * DEBUGINFOD_URLS is set): a local server hands out the debug file by
+ * build-id, and libdw's cache answers once the server is gone. In a child:
+ * libdw reads DEBUGINFOD_URLS once per process. */
+static void test_debuginfod(void) {
+        _cleanup_free_ char *debug = NULL, *bin = stripped_copy("fetched", &debug), *hex = NULL, *url = NULL,
+                            *cache = NULL, *log = NULL, *text = NULL;
+        uint8_t id[20];
+        size_t n = 0;
+        unsigned port = 0;
+        int status;
+        pid_t pid;
+
+        if (!have("python3"))
+                test_skip("python3 (the test's debuginfod server) is not installed");
+        if (access("/usr/lib/x86_64-linux-gnu/libdebuginfod.so.1", F_OK) < 0)
+                test_skip("libdebuginfod1 is not installed: libdw has no debuginfod client");
+        ASSERT_OK(elf_util_read_build_id_path(bin, id, sizeof id, &n));
+        hex = calloc(2 * n + 1, 1);
+        for (size_t i = 0; i < n; i++)
+                sprintf(hex + 2 * i, "%02x", id[i]);
+        run("mkdir -p %s/srv/buildid/%s && mv %s %s/srv/buildid/%s/debuginfo", dir, hex, debug, dir, hex);
+        ASSERT_TRUE(asprintf(&log, "%s/srv.log", dir) >= 0);
+        run("cd %s/srv && (python3 -u -m http.server 0 --bind 127.0.0.1 > %s 2>&1 & echo $! > %s/srv.pid)", dir, log,
+            dir);
+        for (int i = 0; i < 100 && port == 0; i++) {
+                const char *p;
+                usleep(100 * 1000);
+                text = mfree(text);
+                if (read_full_file(log, 1 << 16, &text, NULL) >= 0 && (p = strstr(text, " port ")))
+                        port = (unsigned) strtoul(p + 6, NULL, 10);
+        }
+        if (port == 0) {
+                run("kill $(cat %s/srv.pid)", dir);
+                test_fail("the test's HTTP server did not start: %s", strna(text));
+        }
+        ASSERT_TRUE(asprintf(&url, "http://127.0.0.1:%u", port) >= 0);
+        ASSERT_TRUE(asprintf(&cache, "%s/cache", dir) >= 0);
+
+        pid = fork();
+        ASSERT_TRUE(pid >= 0);
+        if (pid == 0) {
+                setenv("DEBUGINFOD_URLS", url, 1);
+                setenv("DEBUGINFOD_CACHE_PATH", cache, 1);
+                expect_outer(bin, bin, true);
+                /* The server gone: libdw's cache still has it. */
+                run("kill $(cat %s/srv.pid)", dir);
+                expect_outer(bin, bin, true);
+                _exit(0);
+        }
+        ASSERT_TRUE(waitpid(pid, &status, 0) == pid);
+        run("kill $(cat %s/srv.pid) 2>/dev/null || true", dir);
+        if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+                test_fail("debuginfod child failed (status %d)", status);
+        run("test -f %s/%s/debuginfo", cache, hex);
+        /* Without DEBUGINFOD_URLS nothing is fetched: never required. */
+        expect_outer(bin, bin, false);
+}
+
 int main(int argc, char **argv) {
         if (argc < 2)
                 test_skip("usage: test-decode-symbol-sources FIXTURE");
@@ -278,6 +338,10 @@ int main(int argc, char **argv) {
         if (!have("objcopy") || !have("strip") || !have("nm") || !have("gcc"))
                 test_skip("needs gcc and binutils (objcopy, strip, nm)");
         ASSERT_NOT_NULL(mkdtemp(dir));
+        /* Only the sources each test sets up: no debuginfod server from
+         * the environment (Debian's libdebuginfod-common sets one in
+         * login shells). */
+        unsetenv("DEBUGINFOD_URLS");
         printf("== test_plt\n");
         test_plt();
         /* Everything below in a private /usr/lib/debug. */
@@ -290,6 +354,8 @@ int main(int argc, char **argv) {
         test_debuglink();
         printf("== test_minidebuginfo\n");
         test_minidebuginfo();
+        printf("== test_debuginfod\n");
+        test_debuginfod();
         run("rm -rf %s", dir);
         return 0;
 }

@@ -337,6 +337,12 @@ static int stage_debuginfo(BundleImages *s, const uint8_t *id, size_t id_size, c
         if (!root)
                 return -ENOMEM;
         r = bundle_debuginfo_find(root, mapped_path, fd, id, id_size, &path);
+        /* The first process to map an image may live in a container
+         * without debug files; the host's, checked by build-id, are
+         * just as right (and later mappings of the same build-id never
+         * come back here). */
+        if (r == -ENOENT && *root)
+                r = bundle_debuginfo_find("", mapped_path, fd, id, id_size, &path);
         if (r < 0)
                 return r == -ENOMEM ? r : 0;
         dfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);

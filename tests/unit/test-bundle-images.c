@@ -386,6 +386,31 @@ static void test_debuginfo(void) {
         ASSERT_EQ(bundle_images_add_file(s, open2, "/usr/bin/linked", NULL, 0), 1);
         ASSERT_TRUE(bundle_images_debug_size(s) > 0);
 
+        /* Mapped first by a process in a root without debug files (a
+         * container): the host's debug file of that build-id, when the
+         * host has one (libc's, from libc6-dbg). */
+        {
+                _cleanup_(bundle_images_freep) BundleImages *s3 = NULL;
+                _cleanup_free_ char *sdir3 = NULL, *open3 = NULL, *dbg = NULL;
+                const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+                uint8_t lid[20];
+                size_t ln = 0;
+
+                ASSERT_OK(elf_util_read_build_id_path(libc, lid, sizeof lid, &ln));
+                _cleanup_free_ char *lhex = bundle_hex_encode(lid, ln);
+                ASSERT_TRUE(asprintf(&dbg, "/usr/lib/debug/.build-id/%.2s/%s.debug", lhex, lhex + 2) > 0);
+                if (access(dbg, R_OK) >= 0) {
+                        sh("mkdir -p %s/container/usr/lib/x86_64-linux-gnu && cp %s %s/container%s", dir, libc, dir,
+                           libc);
+                        ASSERT_TRUE(asprintf(&open3, "%s/container%s", dir, libc) > 0);
+                        ASSERT_TRUE(asprintf(&sdir3, "%s/s3", dir) > 0);
+                        ASSERT_OK(bundle_images_new(NULL, sdir3, &budget, &s3));
+                        ASSERT_EQ(bundle_images_add_file(s3, open3, libc, NULL, 0), 1);
+                        ASSERT_TRUE(bundle_images_debug_size(s3) > 0);
+                } else
+                        printf("  no %s (libc6-dbg): the container case is not checked\n", dbg);
+        }
+
         /* Over the budget: the image without its debug file. */
         ASSERT_TRUE(asprintf(&sdir2, "%s/s2", dir) > 0);
         ASSERT_OK(bundle_images_new(NULL, sdir2, &tiny, &s2));

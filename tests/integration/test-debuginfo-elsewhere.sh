@@ -35,7 +35,8 @@ done
 start_daemon "$tmp/ptraced.conf"
 
 # decode_elsewhere BUNDLE: its calls of bc, decoded where the host's debug
-# files are not, into $tmp/calls.txt; sets calls and unnamed.
+# files are not, into $tmp/calls.txt; adds them to calls and unnamed.
+calls=0 unnamed=0
 decode_elsewhere() {
     rm -rf "$tmp/elsewhere"
     mkdir "$tmp/elsewhere"
@@ -45,21 +46,24 @@ decode_elsewhere() {
         [ -z "$(ls -A /usr/lib/debug)" ] &&
         exec "$1" decode "$2" --comm bc --format=calls -o "$3"' sh "$ptctl" "$tmp/elsewhere/b.tar" "$tmp/calls.txt" \
         > "$tmp/decode.log" 2>&1 || fail "decode elsewhere failed: $(cat "$tmp/decode.log")"
-    read -r calls unnamed < <(awk '/ -> /{n++; s=$0; sub(/.* -> /, "", s); if (s ~ /^0x/) u++}
-                                   END{print n + 0, u + 0}' "$tmp/calls.txt")
+    local c u
+    read -r c u < <(awk '/ -> /{n++; s=$0; sub(/.* -> /, "", s); if (s ~ /^0x/) u++}
+                         END{print n + 0, u + 0}' "$tmp/calls.txt")
+    calls=$((calls + c)) unnamed=$((unnamed + u))
+    echo "bundle $n: $c calls of bc, $u unnamed"
 }
 
 # On a loaded machine bc may hardly run in a bundle's window: take
-# another, up to eight times, until one holds the workload.
+# more, up to eight, until they hold 500 calls of it together (a 5% share
+# then counts 25 calls).
 for n in 1 2 3 4 5 6 7 8; do
     sleep 1.5
     bundle=$("$ptctl" --socket "$sock" snapshot --timeout 60 --reason "debuginfo-$n") || fail "ptctl snapshot failed"
     decode_elsewhere "$bundle"
-    echo "bundle $n: $calls calls of bc"
-    [ "$calls" -ge 1000 ] && break
+    [ "$calls" -ge 500 ] && break
 done
 stop_daemon
-[ "$calls" -ge 1000 ] || fail "eight bundles with fewer than 1000 calls of bc each: is the machine that loaded?"
+[ "$calls" -ge 500 ] || fail "eight bundles with fewer than 500 calls of bc in all: is the machine that loaded?"
 
 # libc's debug file is in the bundle, under its build-id, and info counts it.
 tar -tf "$bundle" | grep -q "^images/$id" || fail "libc ($id) is not in the bundle: $("$ptctl" info "$bundle" | grep -A3 Images:)"

@@ -37,6 +37,7 @@ debs=(
     systemd                                      # systemd-analyze, systemd-socket-activate
     binutils util-linux procps python3 file     # test tooling (nm, setpriv, ps)
     bc                                           # the demo's traced workload
+    libc6-dbg                                    # names of libc's local functions (ifunc variants) in decodes
 )
 
 say() { printf '\033[1m==> %s\033[0m\n' "$*" >&2; }

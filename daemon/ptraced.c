@@ -218,7 +218,12 @@ static void write_sim_truth(Manager *m, const struct RecorderSnapshot *s, uint64
 }
 #endif
 
-static int check_config(const PtracedConfig *config, PmuBackend *backend) {
+/* Everything start-up would refuse or leave out fails the check: a
+ * rejected setting (a warning of the load, "..., ignoring") or trigger is
+ * one the daemon would run without (issue 18: 3 of 4 triggers rejected and
+ * exit 0, against ptraced(8)). */
+static int check_config(const PtracedConfig *config, PmuBackend *backend, char *const *warnings) {
+        size_t n_triggers = 0, n_rejected = 0;
         _cleanup_pmu_free_ Pmu *pmu = NULL;
         _cleanup_(pt_event_config_done) PtEventConfig event = {};
         _cleanup_free_ char *filter = NULL;
@@ -242,9 +247,18 @@ static int check_config(const PtracedConfig *config, PmuBackend *backend) {
         printf("event: %s\n", event.text);
         if (filter)
                 printf("filter: %s\n", filter);
-        for (const TriggerConfig *t = config->trigger_list; t; t = t->next)
+        for (const TriggerConfig *t = config->trigger_list; t; t = t->next) {
                 printf("trigger %s: %s\n", t->name,
                        t->error ? t->error : trigger_type_names[t->type]);
+                n_triggers++;
+                n_rejected += !!t->error;
+        }
+        if (n_rejected > 0)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "%zu of %zu triggers rejected (see above).",
+                                       n_rejected, n_triggers);
+        if (strv_length(warnings) > 0)
+                return log_error_errno(SYNTHETIC_ERRNO(EINVAL), "%zu settings rejected (see above).",
+                                       strv_length(warnings));
         return 0;
 }
 
@@ -279,7 +293,7 @@ static int run(int argc, char **argv) {
                 return r;
 
         if (arg_check_config)
-                return check_config(&config, backend);
+                return check_config(&config, backend, warnings);
 
         n_fds = sd_listen_fds(true);
         if (n_fds < 0)

@@ -37,6 +37,7 @@ Source=$source
 BufferSize=1M
 [Storage]
 Directory=$demo/bundles
+DebugInfo=yes
 [Control]
 Socket=$demo/io.ptraced
 CONF

@@ -50,6 +50,7 @@ DecodeContext *decode_context_free(DecodeContext *ctx) {
         DECODE_FOREACH(p, ctx->pokes, ctx->n_pokes)
                 free(p->bytes);
         free(ctx->pokes);
+        free(ctx->ksyms);
         strpool_done(&ctx->strings);
         free(ctx->first_error);
         return mfree(ctx);
@@ -199,6 +200,35 @@ static int handle_text_poke(DecodeContext *ctx, const PerfRecord *r, uint64_t ti
         memcpy(p->bytes, r->text_poke.old_bytes, o);
         memcpy(p->bytes + o, r->text_poke.new_bytes, n);
         ctx->n_pokes++;
+        return 0;
+}
+
+static int handle_ksymbol(DecodeContext *ctx, const PerfRecord *r, uint64_t time) {
+        DecodeKsym *k;
+
+        if (r->ksymbol.len == 0 || !r->ksymbol.name || !*r->ksymbol.name ||
+            r->ksymbol.addr + r->ksymbol.len < r->ksymbol.addr || ctx->n_ksyms >= DECODE_KSYMS_MAX)
+                return 0;
+        if (ctx->n_ksyms == ctx->allocated_ksyms) {
+                size_t na = ctx->allocated_ksyms ? ctx->allocated_ksyms * 2 : 16;
+                DecodeKsym *l = reallocarray(ctx->ksyms, na, sizeof(DecodeKsym));
+                if (!l)
+                        return -ENOMEM;
+                ctx->ksyms = l;
+                ctx->allocated_ksyms = na;
+        }
+        k = &ctx->ksyms[ctx->n_ksyms];
+        *k = (DecodeKsym){
+                .time = time,
+                .addr = r->ksymbol.addr,
+                .len = r->ksymbol.len,
+                .bpf = r->ksymbol.ksym_type == PERF_RECORD_KSYMBOL_TYPE_BPF,
+                .unregister = r->ksymbol.flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER,
+                .name = strpool_intern(&ctx->strings, r->ksymbol.name, strlen(r->ksymbol.name)),
+        };
+        if (!k->name)
+                return -ENOMEM;
+        ctx->n_ksyms++;
         return 0;
 }
 
@@ -378,6 +408,9 @@ int decode_context_new(const DecodeInput *in, DecodeContext **ret) {
                         break;
                 case PERF_RECORD_TEXT_POKE:
                         k = handle_text_poke(ctx, r, t);
+                        break;
+                case PERF_RECORD_KSYMBOL:
+                        k = handle_ksymbol(ctx, r, t);
                         break;
                 case PERF_RECORD_LOST:
                         ctx->stats.lost_records++;

@@ -77,6 +77,19 @@ typedef struct DecodePoke {
         uint8_t *bytes; /* old_len old bytes, then new_len new bytes */
 } DecodePoke;
 
+/* A kernel symbol the side-band announced (PERF_RECORD_KSYMBOL, as the
+ * kernel's perf_event_ksymbol() reports BPF programs and out-of-line code
+ * coming and going), for names kallsyms, read at the trigger, no longer
+ * or not yet has. */
+typedef struct DecodeKsym {
+        uint64_t time, addr;
+        uint32_t len;
+        bool bpf;        /* PERF_RECORD_KSYMBOL_TYPE_BPF */
+        bool unregister; /* PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER: gone from then on */
+        const char *name;
+} DecodeKsym;
+#define DECODE_KSYMS_MAX 65536U
+
 /* Text pokes kept at most (a burst of ftrace patching is thousands). */
 #define DECODE_POKES_MAX 65536U
 
@@ -93,6 +106,8 @@ typedef struct DecodeContext {
         size_t n_cpus;
         DecodePoke *pokes;   /* in time order */
         size_t n_pokes, allocated_pokes;
+        DecodeKsym *ksyms;   /* in time order */
+        size_t n_ksyms, allocated_ksyms;
         bool has_time_conv; /* a perf TIME_CONV record was found */
         PerfTscConversion time_conv;
         DecodeContextStats stats;

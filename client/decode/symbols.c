@@ -3,9 +3,11 @@
 #include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwfl.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
 
+#include "client/decode/plt.h"
 #include "client/decode/symbols.h"
 
 /* kallsyms gives no sizes: a symbol is taken to reach to the next one, but
@@ -38,6 +40,8 @@ typedef struct ImageSyms {
         uint64_t *exact; /* sorted starts of symbols without size */
         size_t n_exact;
         RangeSym *ranges; /* n_bounds + 1: ranges[i] lies above bounds[i - 1] */
+        DecodePltEntry *plt; /* the PLT stubs, which no symbol table names */
+        size_t n_plt;
 } ImageSyms;
 
 struct DecodeSymbolizer {
@@ -57,9 +61,41 @@ struct DecodeSymbolizer {
         size_t n_all, allocated_all;
 };
 
+/* Where an image's separate debug file is: the one its bundle carries
+ * first; else libdw's standard search (by build-id under
+ * /usr/lib/debug/.build-id, then by .gnu_debuglink beside the file and
+ * under /usr/lib/debug/DIR, then debuginfod when DEBUGINFOD_URLS is set,
+ * with its cache), which also reads MiniDebugInfo (.gnu_debugdata) and
+ * falls back to .dynsym; and that search again under the image's name on
+ * the host that ran it, since a bundle's images are memfds whose
+ * directory is nowhere. *userdata is the image (image_syms()). */
+static int find_debuginfo(Dwfl_Module *mod, void **userdata, const char *modname, Dwarf_Addr base,
+                          const char *file_name, const char *debuglink_file, GElf_Word debuglink_crc,
+                          char **debuginfo_file_name) {
+        const DecodeLoadedImage *li = *userdata;
+        const char *captured = li ? decode_loaded_image_debug_path(li) : NULL;
+        int fd;
+
+        if (captured) {
+                fd = open(captured, O_RDONLY | O_CLOEXEC);
+                if (fd >= 0) {
+                        *debuginfo_file_name = strdup(captured);
+                        return fd;
+                }
+        }
+        fd = dwfl_standard_find_debuginfo(mod, userdata, modname, base, file_name, debuglink_file, debuglink_crc,
+                                          debuginfo_file_name);
+        /* Again only for the debuglink: the build-id search (and
+         * debuginfod) do not depend on the file's name. */
+        if (fd >= 0 || !debuglink_file || !modname || modname[0] != '/' || streq_ptr(modname, file_name))
+                return fd;
+        return dwfl_standard_find_debuginfo(mod, userdata, modname, base, modname, debuglink_file, debuglink_crc,
+                                            debuginfo_file_name);
+}
+
 static const Dwfl_Callbacks dwfl_callbacks = {
         .find_elf = dwfl_build_id_find_elf,
-        .find_debuginfo = dwfl_standard_find_debuginfo,
+        .find_debuginfo = find_debuginfo,
         .section_address = dwfl_offline_section_address,
 };
 
@@ -73,6 +109,7 @@ DecodeSymbolizer *decode_symbolizer_free(DecodeSymbolizer *s) {
                 free(s->images[i].bounds);
                 free(s->images[i].exact);
                 free(s->images[i].ranges);
+                free(s->images[i].plt);
         }
         free(s->images);
         for (size_t i = 0; i < s->n_all; i++)
@@ -400,11 +437,25 @@ static ImageSyms *image_syms(DecodeSymbolizer *s, const DecodeLoadedImage *li) {
                                 is->mod = dwfl_report_elf(is->dwfl, decode_loaded_image_name(li),
                                                           decode_loaded_image_path(li), -1, 0, false);
                                 dwfl_report_end(is->dwfl, NULL, NULL);
+                                if (is->mod) {
+                                        void **userdata = NULL;
+                                        (void) dwfl_module_info(is->mod, &userdata, NULL, NULL, NULL, NULL, NULL,
+                                                                NULL);
+                                        if (userdata)
+                                                *userdata = (void *) li;
+                                }
                                 if (!is->mod) {
                                         dwfl_end(is->dwfl);
                                         is->dwfl = NULL;
-                                } else
+                                } else {
+                                        GElf_Addr bias;
+                                        Elf *elf = dwfl_module_getelf(is->mod, &bias);
+
                                         (void) image_bounds(is); /* without, every address asks dwfl */
+                                        /* Base 0: the stubs' link-time addresses are what we look up. */
+                                        if (elf && bias == 0)
+                                                (void) decode_plt_read(elf, &is->plt, &is->n_plt);
+                                }
                         }
                 }
         }
@@ -446,6 +497,26 @@ finish:
         return res;
 }
 
+/* "sym@plt", as objdump and perf name a stub. An ifunc's stub names the
+ * resolver at its addend where a symbol sits there (perf does the same);
+ * else objdump's "*ABS*+0xaddend@plt". */
+static const char *plt_name(DecodeSymbolizer *s, ImageSyms *is, const DecodePltEntry *pe) {
+        _cleanup_free_ char *name = NULL;
+        const char *target = pe->name;
+        GElf_Off off = 1;
+        GElf_Sym sym;
+
+        if (!target) {
+                target = dwfl_module_addrinfo(is->mod, pe->ifunc_addend, &off, &sym, NULL, NULL, NULL);
+                if (off != 0)
+                        target = NULL;
+        }
+        if (target ? asprintf(&name, "%s@plt", target) < 0 :
+                     asprintf(&name, "*ABS*+0x%" PRIx64 "@plt", pe->ifunc_addend) < 0)
+                return NULL;
+        return intern(s, name);
+}
+
 static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection *sec, uint64_t addr) {
         uint64_t link = sec->link_vaddr + (addr - sec->vaddr);
         ImageSyms *is = image_syms(s, sec->image);
@@ -461,8 +532,9 @@ static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection
                 return NULL;
         d->dso = intern(s, decode_loaded_image_name(sec->image));
         if (is->mod) {
-                uint64_t off = 0;
-                const char *name = image_addr_name(s, is, link, &off);
+                const DecodePltEntry *pe = decode_plt_find(is->plt, is->n_plt, link);
+                uint64_t off = pe ? link - pe->addr : 0;
+                const char *name = pe ? plt_name(s, is, pe) : image_addr_name(s, is, link, &off);
 
                 if (name) {
                         d->name = name;
@@ -484,8 +556,26 @@ static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection
         return d;
 }
 
+/* The side-band's announcement of a symbol at addr (KSYMBOL): a BPF
+ * program loaded or unloaded in the window, which kallsyms from the
+ * trigger may not name. perf's machine__process_ksymbol_register() maps
+ * each at its address as records come; lookups here carry no time, so the
+ * latest registration covering addr names it, also after its
+ * unregistration (the trace may have run it before). */
+static const DecodeKsym *sideband_ksym(const DecodeSymbolizer *s, uint64_t addr) {
+        if (!s->ctx)
+                return NULL;
+        for (size_t i = s->ctx->n_ksyms; i > 0; i--) {
+                const DecodeKsym *k = &s->ctx->ksyms[i - 1];
+                if (!k->unregister && addr >= k->addr && addr - k->addr < k->len)
+                        return k;
+        }
+        return NULL;
+}
+
 static const DecodeSymbol *lookup_kernel(DecodeSymbolizer *s, uint64_t addr) {
-        const KSym *k = ksym_find(s, addr);
+        const DecodeKsym *sk = sideband_ksym(s, addr);
+        const KSym *k = sk ? NULL : ksym_find(s, addr);
         DecodeSymbol *d = u64map_get(&s->kcache, addr);
 
         if (d)
@@ -493,7 +583,11 @@ static const DecodeSymbol *lookup_kernel(DecodeSymbolizer *s, uint64_t addr) {
         d = new_symbol(s);
         if (!d)
                 return NULL;
-        if (k) {
+        if (sk) {
+                d->name = intern(s, sk->name);
+                d->offset = addr - sk->addr;
+                d->dso = intern(s, sk->bpf ? "[bpf]" : "[kernel.kallsyms]");
+        } else if (k) {
                 d->name = k->name;
                 d->offset = addr - k->addr;
                 d->dso = k->module ?: intern(s, "[kernel.kallsyms]");
@@ -518,7 +612,7 @@ const DecodeSymbol *decode_symbolizer_lookup(DecodeSymbolizer *s, const DecodeVi
         const DecodeSymbol *res = NULL;
 
         pthread_mutex_lock(&s->lock);
-        if (addr >= DECODE_KERNEL_START && s->n_ksyms > 0)
+        if (addr >= DECODE_KERNEL_START && (s->n_ksyms > 0 || (s->ctx && s->ctx->n_ksyms > 0)))
                 res = lookup_kernel(s, addr);
         else if (sec)
                 res = lookup_image(s, sec, addr);

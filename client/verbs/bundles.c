@@ -101,7 +101,9 @@ int bundle_row_load(const char *path, BundleRow *ret) {
                 for (size_t i = 0; i < m->n_cpus; i++)
                         if (m->cpus[i].member)
                                 row.cpus_with_data++;
-                row.lookback_ns = m->lookback_ns;
+                /* The recorded window, as ptctl info shows it: the time every
+                 * CPU with data covers (issue 18: list showed an estimate). */
+                row.lookback_ns = m->window.valid ? m->window.end_time - m->window.start_time : 0;
                 row.simulated = m->simulated;
                 if (!row.id || !row.reason || !row.source) {
                         row_done(&row);

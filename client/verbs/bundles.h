@@ -38,7 +38,7 @@ typedef struct BundleRow {
         char *reason;
         char *source;
         unsigned cpus_with_data, cpus_total;
-        uint64_t lookback_ns;
+        uint64_t lookback_ns; /* the recorded window (common to the CPUs with data), 0 when none */
         bool simulated;
 } BundleRow;
 

@@ -254,10 +254,14 @@ static void print_cpus(const BundleManifest *m) {
 }
 
 static void print_images(const BundleManifest *m) {
-        size_t present = 0, missing = 0;
-        uint64_t bytes = 0;
+        size_t present = 0, missing = 0, debug = 0;
+        uint64_t bytes = 0, debug_bytes = 0;
 
         for (size_t i = 0; i < m->n_images; i++) {
+                if (m->images[i].debug_member) {
+                        debug++;
+                        debug_bytes += m->images[i].debug_size;
+                }
                 if (m->images[i].member) {
                         present++;
                         bytes += m->images[i].size;
@@ -268,6 +272,9 @@ static void print_images(const BundleManifest *m) {
                 char b[FORMAT_BYTES_MAX];
                 printf("%14s: %zu present (%s), %zu missing, %zu JIT regions\n", "Images", present,
                        format_bytes(b, sizeof b, bytes), missing, m->n_jit);
+                if (debug > 0)
+                        printf("%14s  %zu with their debug files (%s)\n", "", debug,
+                               format_bytes(b, sizeof b, debug_bytes));
         }
         for (size_t i = 0; i < m->n_images; i++) {
                 const BundleImage *img = &m->images[i];
@@ -359,8 +366,10 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
                 snprintf(buf, sizeof buf, "unknown (no CPUID.15H crystal, CPUID.16H base or max_nonturbo_ratio)");
         field("TSC frequency", buf);
 
-        if (m->lookback_ns > 0)
-                printf("%14s: %.3f ms\n", "Lookback", (double) m->lookback_ns / 1e6);
+        /* What list shows: the window, not the manifest's lookback_ns (the
+         * shortest CPU's span, which the CPU table shows as FIRST..LAST). */
+        if (m->window.valid)
+                printf("%14s: %.3f ms\n", "Lookback", (double) (m->window.end_time - m->window.start_time) / 1e6);
         else
                 field("Lookback", "-");
         if (m->window.valid)

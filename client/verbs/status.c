@@ -160,7 +160,9 @@ static void print_human(struct json_object *s) {
               format_bytes(b, sizeof b, (uint64_t) MAX(ptctl_json_int(s, "sideband_buffer_size", 0), (int64_t) 0)),
               format_bytes(c, sizeof c, (uint64_t) MAX(ptctl_json_int(s, "memory_max", 0), (int64_t) 0)));
         if (lookback > 0)
-                field("Lookback", "%s (busiest CPU %s/s)", format_timespan(t, sizeof t, (usec_t) lookback),
+                /* An estimate from measured rates (a bundle's window is
+                 * what ptctl list and info show): it says so. */
+                field("Lookback", "≈ %s, estimated at the busiest CPU's %s/s", format_timespan(t, sizeof t, (usec_t) lookback),
                       format_bytes(a, sizeof a, (uint64_t) MAX(rate, (int64_t) 0)));
         else
                 field("Lookback", "not measured yet");

@@ -20,6 +20,7 @@
 
 #include "common/basic/elf-util.h"
 #include "common/basic/fileio.h"
+#include "common/bundle/debuginfo.h"
 #include "common/bundle/images.h"
 #include "common/bundle/internal.h"
 
@@ -35,6 +36,9 @@ typedef struct StagedImage {
         char *staged;         /* file name inside the staging directory */
         uint64_t size;
         char *missing_reason; /* set when missing */
+        char *debug_member;   /* its debug file, or NULL */
+        char *debug_staged;
+        uint64_t debug_size;
 } StagedImage;
 
 typedef struct StagedJit {
@@ -50,6 +54,7 @@ struct BundleImages {
         int staging_fd;
         BundleImageBudget budget;
         uint64_t staged_size;
+        uint64_t debug_size;
         StagedImage *images;
         size_t n_images;
         StagedJit *jit;
@@ -87,6 +92,10 @@ BundleImages *bundle_images_free(BundleImages *s) {
         for (size_t i = 0; i < s->n_images; i++) {
                 if (s->images[i].staged && s->staging_fd >= 0)
                         (void) unlinkat(s->staging_fd, s->images[i].staged, 0);
+                if (s->images[i].debug_staged && s->staging_fd >= 0)
+                        (void) unlinkat(s->staging_fd, s->images[i].debug_staged, 0);
+                free(s->images[i].debug_member);
+                free(s->images[i].debug_staged);
                 strv_free(s->images[i].paths);
                 free(s->images[i].member);
                 free(s->images[i].staged);
@@ -111,6 +120,10 @@ BundleImages *bundle_images_free(BundleImages *s) {
 
 uint64_t bundle_images_staged_size(const BundleImages *s) {
         return s->staged_size;
+}
+
+uint64_t bundle_images_debug_size(const BundleImages *s) {
+        return s->debug_size;
 }
 
 static StagedImage *find_by_id(BundleImages *s, const uint8_t *id, size_t id_size) {
@@ -304,6 +317,57 @@ static bool over_bundle_budget(const BundleImages *s, uint64_t size) {
                (size > s->budget.max_bundle_size || s->staged_size > s->budget.max_bundle_size - size);
 }
 
+/* The image's debug file, when the budget has room: copied, not cached
+ * (the build-id cache holds what processes map). Not finding one, or no
+ * room for it, is no error: the bundle then names what .symtab, .dynsym
+ * or MiniDebugInfo name. */
+static int stage_debuginfo(BundleImages *s, const uint8_t *id, size_t id_size, const char *open_path,
+                           const char *mapped_path, int fd) {
+        _cleanup_free_ char *path = NULL, *root = NULL, *name = NULL, *member = NULL;
+        _cleanup_close_ int dfd = -EBADF;
+        size_t lo = strlen(open_path), lm = strlen(mapped_path);
+        StagedImage *img = find_by_id(s, id, id_size);
+        struct stat st;
+        int r;
+
+        if (!img || !img->staged || s->budget.max_debug_size == 0)
+                return 0;
+        /* Opened as /proc/PID/root/PATH: look where that process looks. */
+        root = lo > lm && streq(open_path + lo - lm, mapped_path) ? strndup(open_path, lo - lm) : strdup("");
+        if (!root)
+                return -ENOMEM;
+        r = bundle_debuginfo_find(root, mapped_path, fd, id, id_size, &path);
+        /* The first process to map an image may live in a container
+         * without debug files; the host's, checked by build-id, are
+         * just as right (and later mappings of the same build-id never
+         * come back here). */
+        if (r == -ENOENT && *root)
+                r = bundle_debuginfo_find("", mapped_path, fd, id, id_size, &path);
+        if (r < 0)
+                return r == -ENOMEM ? r : 0;
+        dfd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+        if (dfd < 0 || fstat(dfd, &st) < 0 || !S_ISREG(st.st_mode))
+                return 0;
+        if ((s->budget.max_file_size > 0 && (uint64_t) st.st_size > s->budget.max_file_size) ||
+            (uint64_t) st.st_size > s->budget.max_debug_size - MIN(s->debug_size, s->budget.max_debug_size))
+                return 0;
+        if (asprintf(&name, "%s.debug", img->staged) < 0 || asprintf(&member, "debug/%s", img->staged) < 0)
+                return -ENOMEM;
+        r = stage_direct(s, dfd, NULL, 0, name);
+        if (r < 0) {
+                (void) unlinkat(s->staging_fd, name, 0);
+                return r == -ENOMEM ? r : 0;
+        }
+        /* What was copied is what the manifest gives the size of. */
+        if (fstatat(s->staging_fd, name, &st, 0) < 0)
+                return -errno;
+        img->debug_staged = TAKE_PTR(name);
+        img->debug_member = TAKE_PTR(member);
+        img->debug_size = (uint64_t) st.st_size;
+        s->debug_size += img->debug_size;
+        return 0;
+}
+
 int bundle_images_add_file(BundleImages *s, const char *open_path, const char *mapped_path,
                            const uint8_t *expected_id, size_t expected_id_size) {
         _cleanup_close_ int fd = -EBADF;
@@ -370,6 +434,11 @@ int bundle_images_add_file(BundleImages *s, const char *open_path, const char *m
                           NULL);
         if (r == -ENOMEM)
                 return r;
+        if (r > 0) {
+                int k = stage_debuginfo(s, id, id_size, open_path, mapped_path, fd);
+                if (k < 0)
+                        return k;
+        }
         if (r < 0)
                 return add_missing(s, BUNDLE_IMAGE_FILE, id, id_size, mapped_path, (uint64_t) st.st_size,
                                    "staging failed: %s", strerror(-r));
@@ -507,6 +576,9 @@ int bundle_images_fill_manifest(BundleImages *s, BundleManifest *m) {
                         return -ENOMEM;
                 if (src->missing_reason && !(img->missing_reason = strdup(src->missing_reason)))
                         return -ENOMEM;
+                if (src->debug_member && !(img->debug_member = strdup(src->debug_member)))
+                        return -ENOMEM;
+                img->debug_size = src->debug_size;
         }
         for (size_t i = 0; i < s->n_jit; i++) {
                 BundleJit *j = bundle_manifest_add_jit(m);
@@ -535,6 +607,16 @@ int bundle_images_write(BundleImages *s, BundleWriter *w, char **ret_error) {
                         return set_error_message(-errno, ret_error, "staged image %s: %m",
                                                  s->images[i].staged);
                 r = bundle_writer_add_member_fd(w, s->images[i].member, fd, 0, ret_error);
+                if (r < 0)
+                        return r;
+                if (!s->images[i].debug_member)
+                        continue;
+                fd = safe_close(fd);
+                fd = openat(s->staging_fd, s->images[i].debug_staged, O_RDONLY | O_CLOEXEC);
+                if (fd < 0)
+                        return set_error_message(-errno, ret_error, "staged debug file %s: %m",
+                                                 s->images[i].debug_staged);
+                r = bundle_writer_add_member_fd(w, s->images[i].debug_member, fd, 0, ret_error);
                 if (r < 0)
                         return r;
         }

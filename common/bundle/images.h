@@ -11,6 +11,7 @@
  * bundle_images_write() streams the staged files into the bundle.
  *
  * Member names: images/<hex build-id> for files and vDSOs,
+ * debug/<hex build-id> for their debug files (common/bundle/debuginfo.h),
  * jit/<pid>-<hex addr>.bin for JIT memory.
  */
 
@@ -23,6 +24,10 @@
 typedef struct BundleImageBudget {
         uint64_t max_file_size;   /* one image; 0 = no limit */
         uint64_t max_bundle_size; /* all images and JIT memory of one bundle; 0 = no limit */
+        /* The separate debug files of the images ([Storage] DebugInfo=),
+         * all of one bundle; 0 = none are taken. An image whose debug
+         * file does not fit goes without, in the order images come. */
+        uint64_t max_debug_size;
 } BundleImageBudget;
 
 typedef struct BundleImages BundleImages;
@@ -60,6 +65,8 @@ int bundle_images_add_jit(BundleImages *s, pid_t pid, uint64_t addr, uint64_t le
 /* for tests: bytes of images and JIT staged so far, to check the budget
  * from outside; the stage applies it itself. */
 uint64_t bundle_images_staged_size(const BundleImages *s);
+/* for tests: bytes of debug files staged so far. */
+uint64_t bundle_images_debug_size(const BundleImages *s);
 
 /* Append the image and JIT entries to m (m->images, m->jit). */
 int bundle_images_fill_manifest(BundleImages *s, BundleManifest *m);

@@ -410,6 +410,8 @@ static int parse_images(Parse *p, JsonObject *root, BundleManifest *m) {
                 TRY(get_str(p, o, ctx, "member", false, &img->member));
                 TRY(get_u64(p, o, ctx, "size", false, UINT64_MAX, &img->size));
                 TRY(get_str(p, o, ctx, "missing_reason", false, &img->missing_reason));
+                TRY(get_str(p, o, ctx, "debug_member", false, &img->debug_member));
+                TRY(get_u64(p, o, ctx, "debug_size", false, UINT64_MAX, &img->debug_size));
         }
 
         TRY(get_array(p, root, "", "jit", false, BUNDLE_MAX_JIT, &a, &n));

@@ -232,6 +232,10 @@ static int serialize_images(JsonObject *root, const BundleManifest *m) {
                 TRY(add_str(o, "member", img->member));
                 TRY(json_add_uint64(o, "size", img->size));
                 TRY(add_str(o, "missing_reason", img->missing_reason));
+                if (img->debug_member) {
+                        TRY(add_str(o, "debug_member", img->debug_member));
+                        TRY(json_add_uint64(o, "debug_size", img->debug_size));
+                }
                 TRY(attach_item(images, &o));
         }
         TRY(attach(root, "images", &images));

@@ -94,7 +94,7 @@ static int cmp_ref(const void *a, const void *b) {
  * and multiply what readers decompress and hold (issue 17: four CPUs
  * sharing one honest 1 GiB member took ptctl decode to 4.2 GB). */
 static int check_refs_unique(const BundleManifest *m, char **ret_error) {
-        size_t n = 0, cap = m->n_cpus + m->n_images + m->n_jit + 4;
+        size_t n = 0, cap = m->n_cpus + 2 * m->n_images + m->n_jit + 4;
         _cleanup_free_ MemberRef *v = calloc(cap, sizeof *v);
 
         if (!v)
@@ -116,6 +116,9 @@ static int check_refs_unique(const BundleManifest *m, char **ret_error) {
         for (size_t i = 0; i < m->n_images; i++)
                 if (m->images[i].member)
                         add_ref(&v[n++], m->images[i].member, "an image");
+        for (size_t i = 0; i < m->n_images; i++)
+                if (m->images[i].debug_member)
+                        add_ref(&v[n++], m->images[i].debug_member, "an image's debug file");
         for (size_t i = 0; i < m->n_jit; i++)
                 if (m->jit[i].member)
                         add_ref(&v[n++], m->jit[i].member, "a JIT region");
@@ -281,6 +284,21 @@ int bundle_manifest_validate(const BundleManifest *m, bool check_members, char *
                                                       expected, img->member);
                         snprintf(what, sizeof what, "image %.40s", hex);
                         r = check_ref(idx, what, img->member, img->size, true, ret_error);
+                        if (r < 0)
+                                return r;
+                }
+                if (img->debug_member) {
+                        expected = mfree(expected);
+                        if (!img->member)
+                                return bundle_invalid(ret_error, "image %s has a debug file but no image", hex);
+                        if (asprintf(&expected, "debug/%s", hex) < 0)
+                                return -ENOMEM;
+                        if (!streq(img->debug_member, expected))
+                                return bundle_invalid(ret_error,
+                                                      "the debug file of image %s must be stored as \"%s\", not \"%s\"",
+                                                      hex, expected, img->debug_member);
+                        snprintf(what, sizeof what, "debug file %.40s", hex);
+                        r = check_ref(idx, what, img->debug_member, img->debug_size, true, ret_error);
                         if (r < 0)
                                 return r;
                 }

@@ -135,6 +135,7 @@ static void image_done(BundleImage *img) {
         strv_free(img->paths);
         free(img->member);
         free(img->missing_reason);
+        free(img->debug_member);
 }
 
 BundleManifest *bundle_manifest_free(BundleManifest *m) {

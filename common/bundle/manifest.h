@@ -210,6 +210,11 @@ typedef struct BundleImage {
         char *member;         /* "images/<hex build-id>", NULL when missing */
         uint64_t size;        /* size of the file on the host (also when missing), 0 if unknown */
         char *missing_reason; /* set iff member is NULL */
+        /* Its separate debug file ([Storage] DebugInfo=), so that the
+         * bundle names its functions on another host: "debug/<hex
+         * build-id>" (the same build-id), or NULL. */
+        char *debug_member;
+        uint64_t debug_size;
 } BundleImage;
 
 /* Executable anonymous memory captured at dump time. */

@@ -311,6 +311,7 @@ int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, Trig
         j->writer.compress_level = settings->compress_level;
         j->image_budget = settings->image_budget;
         j->image_file_max = settings->image_max;
+        j->debuginfo_budget = settings->debuginfo_budget;
 
         /* Attached last, so a failure leaves it with the caller. */
         j->snapshot = s;

@@ -32,6 +32,7 @@ typedef struct DumpSettings {
         int compress_level;
         uint64_t image_budget;   /* user images per bundle */
         uint64_t image_max;      /* one image */
+        uint64_t debuginfo_budget; /* the images' debug files per bundle, 0 = none */
         BundleStorageLimits limits;
         /* The directory's mode and group as found at start: it is
          * recreated so when someone removes it (dump_directory_ensure()). */

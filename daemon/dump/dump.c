@@ -205,7 +205,9 @@ static int add_images(DumpJob *j, BundleWriter *w) {
         _cleanup_(buildid_cache_freep) BuildIdCache *cache = NULL;
         _cleanup_(bundle_images_freep) BundleImages *imgs = NULL;
         _cleanup_free_ char *error = NULL;
-        BundleImageBudget budget = { .max_file_size = j->image_file_max, .max_bundle_size = j->image_budget };
+        BundleImageBudget budget = { .max_file_size = j->image_file_max,
+                                     .max_bundle_size = j->image_budget,
+                                     .max_debug_size = j->debuginfo_budget };
         int r;
 
         if (j->n_images == 0)

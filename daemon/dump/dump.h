@@ -56,6 +56,7 @@ typedef struct DumpJob {
         char max_size_limit[64];     /* the storage limit bounding writer.max_size ("MaxUse=10G") */
         uint64_t image_budget;       /* bytes of user images per bundle */
         uint64_t image_file_max;     /* one image larger than this is listed missing */
+        uint64_t debuginfo_budget;   /* bytes of the images' debug files per bundle, 0 = none */
         char *buildid_cache;         /* directory of the build-id cache, or NULL */
         /* [Storage] limits, applied once more just before the bundle takes
          * its name, so that MaxBundles= holds at every moment: bundles

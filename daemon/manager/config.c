@@ -67,6 +67,24 @@ static int parse_compress_level(const ConfigParserContext *ctx, const char *rval
         return 0;
 }
 
+/* DebugInfo=: "no" (the default), "yes" (up to DEBUGINFO_DEFAULT_BUDGET
+ * of debug files per bundle), or the budget itself. */
+#define DEBUGINFO_DEFAULT_BUDGET (UINT64_C(256) << 20)
+static int parse_debuginfo(const ConfigParserContext *ctx, const char *rvalue, void *field, char **ret_valid) {
+        uint64_t v;
+
+        if (streq(rvalue, "no") || streq(rvalue, "false") || streq(rvalue, "0"))
+                v = 0;
+        else if (streq(rvalue, "yes") || streq(rvalue, "true"))
+                v = DEBUGINFO_DEFAULT_BUDGET;
+        else if (parse_size(rvalue, &v) < 0 || v == 0) {
+                *ret_valid = strdup("no, yes (up to 256M of debug files per bundle) or a size such as 64M");
+                return -EINVAL;
+        }
+        *(uint64_t *) field = v;
+        return 0;
+}
+
 const ConfigItem ptraced_config_items[] = {
         { "Trace", "Source", config_parse_enum, offsetof(PtracedConfig, source), trace_source_names },
         { "Trace", "Event", config_parse_string, offsetof(PtracedConfig, event) },
@@ -90,6 +108,7 @@ const ConfigItem ptraced_config_items[] = {
         { "Storage", "CompressLevel", parse_compress_level, offsetof(PtracedConfig, compress_level) },
         { "Storage", "ImageBudget", config_parse_size, offsetof(PtracedConfig, image_budget) },
         { "Storage", "ImageMax", config_parse_size, offsetof(PtracedConfig, image_max) },
+        { "Storage", "DebugInfo", parse_debuginfo, offsetof(PtracedConfig, debuginfo_budget) },
         { "Storage", "BuildIdCacheMax", config_parse_size, offsetof(PtracedConfig, buildid_cache_max) },
         { "Storage", "StopTimeoutSec", config_parse_duration, offsetof(PtracedConfig, stop_timeout) },
         { "Control", "Socket", config_parse_path, offsetof(PtracedConfig, control.socket) },

@@ -50,7 +50,8 @@ typedef struct PtracedConfig {
         bool compress;
         int compress_level;
         uint64_t image_budget;      /* user images per bundle */
-        uint64_t image_max;         /* one image */
+        uint64_t image_max;
+        uint64_t debuginfo_budget;  /* [Storage] DebugInfo=: debug files per bundle, 0 = none */         /* one image */
         uint64_t buildid_cache_max; /* the build-id cache under the state directory */
         usec_t stop_timeout;        /* writing the bundles owed when asked to stop */
 

@@ -599,6 +599,7 @@ int manager_new(const PtracedConfig *config, PmuBackend *backend, Manager **ret)
                 .compress_level = m->config.compress_level,
                 .image_budget = m->config.image_budget,
                 .image_max = m->config.image_max,
+                .debuginfo_budget = m->config.debuginfo_budget,
                 .limits = {
                         .max_use = m->config.max_use,
                         .keep_free = m->config.keep_free,

@@ -5,6 +5,7 @@
 
 #include "client/decode/symbols.h"
 #include "common/basic/fileio.h"
+#include "common/perf/record.h"
 #include "decode-test-util.h"
 
 static const char *fixture;
@@ -132,6 +133,69 @@ static void test_kallsyms(void) {
         ASSERT_NULL(decode_symbolizer_kernel_name(sym, 0x1000, NULL));
 }
 
+/* BPF programs come and go: their names from the side-band's KSYMBOL
+ * records, with or without kallsyms (issue 18). */
+static void test_ksymbol(void) {
+        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        _cleanup_(decode_images_freep) DecodeImages *im = NULL;
+        _cleanup_(decode_symbolizer_freep) DecodeSymbolizer *sym = NULL;
+        PerfSampleId sid = { .sample_type = PERF_SAMPLE_TIME, .time = 1000 };
+        const char text[] = "ffffffff81000000 T _text\n";
+        Buffer b = BUFFER_NULL;
+        const DecodeSymbol *s;
+
+        ASSERT_OK(perf_record_append_ksymbol(&b, UINT64_C(0xffffffffc0100000), 0x200, PERF_RECORD_KSYMBOL_TYPE_BPF, 0,
+                                             "bpf_prog_0123456789abcdef_old", &sid));
+        sid.time = 2000;
+        ASSERT_OK(perf_record_append_ksymbol(&b, UINT64_C(0xffffffffc0100000), 0x200, PERF_RECORD_KSYMBOL_TYPE_BPF,
+                                             PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_0123456789abcdef_old",
+                                             &sid));
+        sid.time = 3000;
+        ASSERT_OK(perf_record_append_ksymbol(&b, UINT64_C(0xffffffffc0100000), 0x100, PERF_RECORD_KSYMBOL_TYPE_BPF, 0,
+                                             "bpf_prog_fedcba9876543210_new", &sid));
+        ASSERT_OK(perf_record_append_ksymbol(&b, UINT64_C(0xffffffffc0200000), 0x80, PERF_RECORD_KSYMBOL_TYPE_BPF, 0,
+                                             "bpf_prog_1111111111111111_gone", &sid));
+        sid.time = 4000;
+        ASSERT_OK(perf_record_append_ksymbol(&b, UINT64_C(0xffffffffc0200000), 0x80, PERF_RECORD_KSYMBOL_TYPE_BPF,
+                                             PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_1111111111111111_gone",
+                                             &sid));
+
+        for (int with_kallsyms = 0; with_kallsyms < 2; with_kallsyms++) {
+                ASSERT_OK(decode_input_new("t", &in));
+                ASSERT_OK(decode_input_add_sideband_data(in, "sb", b.data, b.size, false, PERF_SAMPLE_TIME, true));
+                if (with_kallsyms)
+                        decode_input_set_kallsyms(in, strdup(text), strlen(text));
+                ASSERT_OK(decode_context_new(in, &ctx));
+                ASSERT_OK(decode_images_new(in, ctx, &im));
+                ASSERT_OK(decode_symbolizer_new(im, ctx, in, NULL, &sym));
+
+                /* The latest program at an address names it. */
+                s = decode_symbolizer_lookup(sym, NULL, UINT64_C(0xffffffffc0100010));
+                ASSERT_STREQ(s->name, "bpf_prog_fedcba9876543210_new");
+                ASSERT_EQ_U64(s->offset, 0x10);
+                ASSERT_STREQ(s->dso, "[bpf]");
+                /* Past its end, the older, longer one. */
+                s = decode_symbolizer_lookup(sym, NULL, UINT64_C(0xffffffffc0100180));
+                ASSERT_STREQ(s->name, "bpf_prog_0123456789abcdef_old");
+                /* Unloaded by the trigger: still named, the trace may have run it. */
+                s = decode_symbolizer_lookup(sym, NULL, UINT64_C(0xffffffffc0200004));
+                ASSERT_STREQ(s->name, "bpf_prog_1111111111111111_gone");
+                /* Elsewhere kallsyms, when there are any. */
+                s = decode_symbolizer_lookup(sym, NULL, UINT64_C(0xffffffff81000004));
+                if (with_kallsyms)
+                        ASSERT_STREQ(s->name, "_text");
+                else
+                        ASSERT_NULL(s->name);
+
+                sym = decode_symbolizer_free(sym);
+                im = decode_images_free(im);
+                ctx = decode_context_free(ctx);
+                in = decode_input_free(in);
+        }
+        buffer_done(&b);
+}
+
 int main(int argc, char **argv) {
         if (argc < 2)
                 test_skip("usage: test-decode-symbols FIXTURE");
@@ -141,5 +205,7 @@ int main(int argc, char **argv) {
         test_elf();
         printf("== test_kallsyms\n");
         test_kallsyms();
+        printf("== test_ksymbol\n");
+        test_ksymbol();
         return 0;
 }

@@ -70,6 +70,35 @@ expect_err 1 "[Trace] BufferSize=1.0 GiB on 4 CPUs needs twice that per CPU" \
 expect_err 1 "more than MemoryMax=64.0 MiB allows" \
     "$ptraced" --config "$tmp/mem.conf" --sysfs-root "$sky" --check-config
 
+# [Storage] DebugInfo=: no, yes or a budget (issue 18).
+for v in no yes 64M; do
+    printf '[Storage]\nDebugInfo=%s\n' "$v" > "$tmp/dbg.conf"
+    expect_out "source: kernel" "$ptraced" --config "$tmp/dbg.conf" --sysfs-root "$sky" --check-config
+done
+printf '[Storage]\nDebugInfo=lots\n' > "$tmp/dbg.conf"
+expect_err 1 "invalid value in DebugInfo=lots: expected no, yes (up to 256M of debug files per bundle) or a size" \
+    "$ptraced" --config "$tmp/dbg.conf" --sysfs-root "$sky" --check-config
+
+# A rejected trigger fails --check-config (issue 18: it exited 0 when 3 of
+# 4 triggers were rejected, against ptraced(8)'s "non-zero on any error"),
+# naming each; a good one alone passes.
+cat > "$tmp/trig.conf" <<'CONF'
+[Trigger:good]
+Type=sched-latency
+Threshold=5ms
+[Trigger:no-type]
+Threshold=5ms
+[Trigger:bad-threshold]
+Type=sched-latency
+Threshold=soon
+[Trigger:bad-type]
+Type=cosmic-ray
+CONF
+expect_err 1 "trigger bad-type:" "$ptraced" --config "$tmp/trig.conf" --sysfs-root "$sky" --check-config
+expect_err 1 "3 of 4 triggers rejected" "$ptraced" --config "$tmp/trig.conf" --sysfs-root "$sky" --check-config
+printf '[Trigger:good]\nType=sched-latency\nThreshold=5ms\n' > "$tmp/trig1.conf"
+expect_out "trigger good: sched-latency" "$ptraced" --config "$tmp/trig1.conf" --sysfs-root "$sky" --check-config
+
 # A FIFO (or anything but a regular file) as --config is refused at once,
 # never waited on (issue 17: open() hung with SIGTERM blocked).
 mkfifo "$tmp/fifo.conf"

@@ -63,7 +63,10 @@ states = sorted(r["state"] for r in rows)
 assert states == ["incomplete", "incomplete", "present", "present", "present", "truncated"], states
 damaged = [r for r in rows if r["id"] is None][0]
 assert "error" in damaged and damaged["path"].endswith("d.tar"), damaged
-assert rows[0]["lookback_ns"] == 12500000 and rows[0]["cpus"] == 2
+# LOOKBACK is the recorded window (the latest first time to the earliest
+# last time of the CPUs with data: 4.987500001 s .. 4.999989999 s), the
+# one info shows; not the lookback_ns of the manifest, 12.5 ms (issue 18).
+assert rows[0]["lookback_ns"] == 12489998 and rows[0]["cpus"] == 2, rows[0]
 ' <<<"$out" || fail "list --json: $out"
 run 4 "$ptctl" --json list --directory "$dir" --reason nothing
 [ "$out" = "[]" ] || fail "empty json: $out"
@@ -76,6 +79,7 @@ has "State: present"
 has "Trigger: latency (source varlink)"
 has "no kernel image: /proc/kcore does not exist"
 has "Window:"
+has "Lookback: 12.490 ms"
 hasnt "trace restarted"
 # A CPU whose events were reopened (hotplug, resume): its trace before is gone.
 run 0 "$ptctl" info "$dir/b.tar"

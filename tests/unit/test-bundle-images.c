@@ -282,6 +282,146 @@ static void test_no_cache(void) {
         rm_rf(dir);
 }
 
+static void sh(const char *fmt, ...) _printf_(1, 2);
+static void sh(const char *fmt, ...) {
+        _cleanup_free_ char *cmd = NULL;
+        va_list ap;
+
+        va_start(ap, fmt);
+        ASSERT_TRUE(vasprintf(&cmd, fmt, ap) >= 0);
+        va_end(ap);
+        if (system(cmd) != 0)
+                test_fail("'%s' failed", cmd);
+}
+
+static const BundleImage *manifest_image(const BundleManifest *m, const char *path) {
+        for (size_t i = 0; i < m->n_images; i++)
+                for (char **p = m->images[i].paths; p && *p; p++)
+                        if (streq(*p, path))
+                                return &m->images[i];
+        test_fail("no image %s in the manifest", path);
+}
+
+/* [Storage] DebugInfo= (issue 18): an image's separate debug file goes
+ * into the bundle as debug/<build-id>, found by build-id under
+ * /usr/lib/debug/.build-id or by .gnu_debuglink, under the root the
+ * process saw (here a directory standing for /proc/PID/root); only a file
+ * with the image's build-id counts, and only within the budget. */
+static void test_debuginfo(void) {
+        _cleanup_free_ char *dir = make_scratch_dir("debuginfo"), *root = NULL, *hex = NULL, *sdir = NULL,
+                            *sdir2 = NULL, *error = NULL, *open1 = NULL, *open2 = NULL, *expected = NULL,
+                            *path = NULL;
+        _cleanup_free_ void *got = NULL, *want = NULL;
+        size_t got_size = 0, want_size = 0;
+        _cleanup_(bundle_writer_freep) BundleWriter *w = NULL;
+        _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+        _cleanup_(bundle_images_freep) BundleImages *s = NULL, *s2 = NULL;
+        _cleanup_(bundle_manifest_freep) BundleManifest *m = NULL, *m2 = NULL;
+        BundleImageBudget budget = { .max_debug_size = 64 << 20 }, tiny = { .max_debug_size = 4096 };
+        const BundleImage *img;
+        struct stat st;
+        uint8_t id[20];
+        size_t n;
+
+        if (system("command -v objcopy >/dev/null 2>&1") != 0)
+                test_skip("objcopy (binutils) is not installed");
+        self_build_id(id, &n);
+        hex = bundle_hex_encode(id, n);
+        ASSERT_TRUE(asprintf(&root, "%s/root", dir) > 0);
+        /* prog: its debug file by build-id. prog2: the same build-id, so
+         * it is the same image; lib/other: a debuglink to a file under
+         * /usr/lib/debug/DIR, but with a build-id of its own (the file
+         * the link names belongs to another build) — not taken. */
+        sh("mkdir -p %s/usr/bin %s/usr/lib/debug/.build-id/%.2s %s/usr/lib/debug/usr/bin", root, root, hex, root);
+        sh("cp /proc/%d/exe %s/usr/bin/prog", (int) getpid(), root);
+        ASSERT_OK(stat("/proc/self/exe", &st));
+        sh("cp /proc/%d/exe %s/usr/lib/debug/.build-id/%.2s/%s.debug", (int) getpid(), root, hex, hex + 2);
+        ASSERT_TRUE(asprintf(&open1, "%s/usr/bin/prog", root) > 0);
+        ASSERT_TRUE(asprintf(&sdir, "%s/s1", dir) > 0);
+        ASSERT_OK(bundle_images_new(NULL, sdir, &budget, &s));
+        ASSERT_EQ(bundle_images_add_file(s, open1, "/usr/bin/prog", NULL, 0), 1);
+        ASSERT_EQ(bundle_images_debug_size(s), (uint64_t) st.st_size);
+
+        /* By debuglink; the file it names is another program's: not taken. */
+        sh("cp /bin/false %s/usr/lib/debug/usr/bin/linked.debug", root);
+        sh("objcopy --remove-section=.gnu_debuglink --add-gnu-debuglink=%s/usr/lib/debug/usr/bin/linked.debug "
+           "/bin/true %s/usr/bin/linked",
+           root, root);
+        ASSERT_TRUE(asprintf(&open2, "%s/usr/bin/linked", root) > 0);
+        ASSERT_EQ(bundle_images_add_file(s, open2, "/usr/bin/linked", NULL, 0), 1);
+        ASSERT_EQ(bundle_images_debug_size(s), (uint64_t) st.st_size);
+
+        m = make_test_manifest(0, 0);
+        m->sideband.member = mfree(m->sideband.member);
+        m->kernel.kallsyms_member = mfree(m->kernel.kallsyms_member);
+        ASSERT_OK(bundle_images_fill_manifest(s, m));
+        img = manifest_image(m, "/usr/bin/prog");
+        ASSERT_TRUE(asprintf(&expected, "debug/%s", hex) > 0);
+        ASSERT_STREQ(img->debug_member, expected);
+        ASSERT_EQ(img->debug_size, (uint64_t) st.st_size);
+        ASSERT_NULL(manifest_image(m, "/usr/bin/linked")->debug_member);
+        /* Into a bundle and back: the manifest says where, the member
+         * is the debug file. */
+        ASSERT_OK(bundle_writer_new(dir, "dbg.tar", NULL, &w, &error));
+        ASSERT_OK(bundle_images_write(s, w, &error));
+        ASSERT_OK(bundle_writer_finish(w, m, &path, &error));
+        ASSERT_OK(bundle_reader_open(path, NULL, &r, &error));
+        img = manifest_image(bundle_reader_manifest(r), "/usr/bin/prog");
+        ASSERT_STREQ(img->debug_member, expected);
+        ASSERT_EQ(img->debug_size, (uint64_t) st.st_size);
+        ASSERT_OK(bundle_reader_read_member(r, img->debug_member, &got, &got_size, &error));
+        want = read_file("/proc/self/exe", &want_size);
+        ASSERT_EQ(got_size, want_size);
+        ASSERT_TRUE(memcmp(got, want, want_size) == 0);
+        /* A debug file stored under another name is refused. */
+        free(m->images[0].debug_member);
+        m->images[0].debug_member = strdup("debug/elsewhere");
+        ASSERT_TRUE(bundle_manifest_validate(m, false, &error) < 0);
+        error = mfree(error);
+
+        /* The debuglink's own file: taken when its build-id is the image's. */
+        sh("cp %s/usr/bin/linked %s/usr/lib/debug/usr/bin/linked.debug", root, root);
+        s = bundle_images_free(s);
+        ASSERT_OK(bundle_images_new(NULL, sdir, &budget, &s));
+        ASSERT_EQ(bundle_images_add_file(s, open2, "/usr/bin/linked", NULL, 0), 1);
+        ASSERT_TRUE(bundle_images_debug_size(s) > 0);
+
+        /* Mapped first by a process in a root without debug files (a
+         * container): the host's debug file of that build-id, when the
+         * host has one (libc's, from libc6-dbg). */
+        {
+                _cleanup_(bundle_images_freep) BundleImages *s3 = NULL;
+                _cleanup_free_ char *sdir3 = NULL, *open3 = NULL, *dbg = NULL;
+                const char *libc = "/usr/lib/x86_64-linux-gnu/libc.so.6";
+                uint8_t lid[20];
+                size_t ln = 0;
+
+                ASSERT_OK(elf_util_read_build_id_path(libc, lid, sizeof lid, &ln));
+                _cleanup_free_ char *lhex = bundle_hex_encode(lid, ln);
+                ASSERT_TRUE(asprintf(&dbg, "/usr/lib/debug/.build-id/%.2s/%s.debug", lhex, lhex + 2) > 0);
+                if (access(dbg, R_OK) >= 0) {
+                        sh("mkdir -p %s/container/usr/lib/x86_64-linux-gnu && cp %s %s/container%s", dir, libc, dir,
+                           libc);
+                        ASSERT_TRUE(asprintf(&open3, "%s/container%s", dir, libc) > 0);
+                        ASSERT_TRUE(asprintf(&sdir3, "%s/s3", dir) > 0);
+                        ASSERT_OK(bundle_images_new(NULL, sdir3, &budget, &s3));
+                        ASSERT_EQ(bundle_images_add_file(s3, open3, libc, NULL, 0), 1);
+                        ASSERT_TRUE(bundle_images_debug_size(s3) > 0);
+                } else
+                        printf("  no %s (libc6-dbg): the container case is not checked\n", dbg);
+        }
+
+        /* Over the budget: the image without its debug file. */
+        ASSERT_TRUE(asprintf(&sdir2, "%s/s2", dir) > 0);
+        ASSERT_OK(bundle_images_new(NULL, sdir2, &tiny, &s2));
+        ASSERT_EQ(bundle_images_add_file(s2, open1, "/usr/bin/prog", NULL, 0), 1);
+        ASSERT_EQ(bundle_images_debug_size(s2), 0);
+        ASSERT_OK(bundle_manifest_new(&m2));
+        ASSERT_OK(bundle_images_fill_manifest(s2, m2));
+        ASSERT_NULL(m2->images[0].debug_member);
+        rm_rf(dir);
+}
+
 static void test_proc_mem(void) {
         static const char secret[] = "flight recorder";
         void *p;
@@ -297,4 +437,4 @@ static void test_proc_mem(void) {
 }
 
 RUN_TESTS(TEST(test_elf_build_id), TEST(test_cache), TEST(test_images), TEST(test_budgets), TEST(test_no_cache),
-          TEST(test_proc_mem));
+          TEST(test_debuginfo), TEST(test_proc_mem));

@@ -94,6 +94,8 @@ const char *decode_loaded_image_name(const DecodeLoadedImage *li);
 const char *decode_loaded_image_path(const DecodeLoadedImage *li);
 bool decode_loaded_image_is_elf(const DecodeLoadedImage *li);
 size_t decode_loaded_image_index(const DecodeLoadedImage *li);
+/* Its debug file as the input carries it, or NULL. */
+const char *decode_loaded_image_debug_path(const DecodeLoadedImage *li);
 
 /* One worker's libipt images, one per view it has used. */
 typedef struct DecodeImageCache DecodeImageCache;

@@ -78,6 +78,10 @@ size_t decode_loaded_image_index(const DecodeLoadedImage *li) {
         return li->index;
 }
 
+const char *decode_loaded_image_debug_path(const DecodeLoadedImage *li) {
+        return li->img->debug_path;
+}
+
 /* Read the program headers and build-id. Every offset and size is checked
  * against the file: images come from bundles and the command line alike. */
 static int load_elf(DecodeImages *im, DecodeLoadedImage *li) {

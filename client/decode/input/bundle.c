@@ -203,6 +203,20 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                                 decode_image_done(&img);
                                 return -ENOMEM;
                         }
+                if (bi->debug_member) {
+                        /* The image's debug file, so that it names its
+                         * functions here as on the host that recorded it. */
+                        int dfd = -EBADF;
+                        r = bundle_reader_member_memfd(br, bi->debug_member, &dfd, &error);
+                        if (r >= 0)
+                                r = decode_input_hold_fd(in, dfd, &img.debug_path);
+                        else if (r != -ENOMEM)
+                                r = set_error(in, "debug file unusable", bi->debug_member, &error);
+                        if (r < 0) {
+                                decode_image_done(&img);
+                                return r;
+                        }
+                }
                 r = decode_input_add_image(in, &img);
                 decode_image_done(&img);
                 if (r < 0)

@@ -47,6 +47,7 @@ void decode_image_done(DecodeImage *img) {
         free(img->path);
         free(img->name);
         strv_free(img->match_paths);
+        free(img->debug_path);
         safe_close(img->fd);
         *img = (DecodeImage){ .fd = -EBADF };
 }
@@ -82,6 +83,9 @@ DecodeInput *decode_input_free(DecodeInput *in) {
         free(in->kallsyms);
         free(in->kernel_absent_reason);
         strv_free(in->notes);
+        for (size_t i = 0; i < in->n_held_fds; i++)
+                safe_close(in->held_fds[i]);
+        free(in->held_fds);
         strv_free(in->errors);
         free(in->description);
         return mfree(in);
@@ -278,6 +282,18 @@ int decode_input_add_image(DecodeInput *in, DecodeImage *img) {
         in->images[in->n_images++] = *img;
         *img = (DecodeImage){ .fd = -EBADF };
         return 0;
+}
+
+int decode_input_hold_fd(DecodeInput *in, int fd, char **ret_path) {
+        int *n = reallocarray(in->held_fds, in->n_held_fds + 1, sizeof(int));
+
+        if (!n) {
+                safe_close(fd);
+                return -ENOMEM;
+        }
+        in->held_fds = n;
+        in->held_fds[in->n_held_fds++] = fd;
+        return asprintf(ret_path, "/proc/self/fd/%d", fd) < 0 ? -ENOMEM : 0;
 }
 
 int decode_input_add_missing(DecodeInput *in, const uint8_t *build_id, size_t build_id_size,

@@ -71,6 +71,10 @@ typedef struct DecodeImage {
         uint32_t pid;
         bool kernel;   /* kernel text (kcore-like ELF): placed at its own addresses everywhere */
         bool vdso;     /* captured vDSO: matches "[vdso]" mappings */
+        /* Its separate debug file (symbols of local functions, lines), as
+         * the bundle carries it ([Storage] DebugInfo=); NULL: looked for
+         * on this host (client/decode/symbols.c). */
+        char *debug_path;
 } DecodeImage;
 
 /* An image the producer knows was wanted but could not provide; named in
@@ -146,6 +150,8 @@ typedef struct DecodeInput {
         size_t n_addr_filters;
 
         char **notes; /* NULL-terminated facts worth telling the user (missing images...) */
+        int *held_fds; /* memory files behind paths such as DecodeImage.debug_path, closed on free */
+        size_t n_held_fds;
         /* Parts of the input that were there but could not be used (a bundle
          * member failing its SHA-256, corrupt compression, over a limit):
          * decode errors, counted by decoder_error_count(), so --strict fails. */
@@ -171,6 +177,9 @@ int decode_input_add_sideband_data(DecodeInput *in, const char *name, void *data
 /* Append an image; the input takes the strings and fd in *img (they are
  * moved out and img is zeroed). */
 int decode_input_add_image(DecodeInput *in, DecodeImage *img);
+/* Keep fd open as long as in (takes it, also on failure); *ret_path is
+ * its /proc/self/fd/N path. */
+int decode_input_hold_fd(DecodeInput *in, int fd, char **ret_path);
 int decode_input_add_missing(DecodeInput *in, const uint8_t *build_id, size_t build_id_size,
                              const char *const *paths, const char *reason);
 int decode_input_set_kallsyms_file(DecodeInput *in, const char *path, char **ret_error);

@@ -446,6 +446,32 @@ finish:
         return res;
 }
 
+/* JIT code, named as perf names it: a jitdump code load by its record's
+ * name (perf inject --jit makes it the symbol of jitted-<pid>-<index>.so),
+ * memory read at dump time by the process's perf map, with
+ * /tmp/perf-<pid>.map as its DSO (map__new() in perf's util/map.c
+ * turns anonymous memory into that file). */
+static void jit_name(DecodeSymbolizer *s, const DecodeSection *sec, uint64_t addr, DecodeSymbol *d) {
+        const DecodeImage *img = decode_loaded_image_input(sec->image);
+        const DecodeJitSymbol *js;
+        char dso[64];
+
+        if (img->symbol) {
+                d->name = intern(s, img->symbol);
+                d->offset = addr - sec->vaddr;
+                return;
+        }
+        if (!decode_input_has_perf_map(s->in, img->pid))
+                return;
+        snprintf(dso, sizeof dso, "/tmp/perf-%" PRIu32 ".map", img->pid);
+        d->dso = intern(s, dso);
+        js = decode_input_jit_symbol(s->in, img->pid, addr);
+        if (js) {
+                d->name = intern(s, js->name);
+                d->offset = addr - js->start;
+        }
+}
+
 static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection *sec, uint64_t addr) {
         uint64_t link = sec->link_vaddr + (addr - sec->vaddr);
         ImageSyms *is = image_syms(s, sec->image);
@@ -460,7 +486,9 @@ static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection
         if (!d)
                 return NULL;
         d->dso = intern(s, decode_loaded_image_name(sec->image));
-        if (is->mod) {
+        if (decode_loaded_image_input(sec->image)->has_pid)
+                jit_name(s, sec, addr, d);
+        else if (is->mod) {
                 uint64_t off = 0;
                 const char *name = image_addr_name(s, is, link, &off);
 

@@ -459,3 +459,47 @@ int procmap_read_task_comm(ProcMap *m, uint32_t pid, char buf[static PERF_COMM_M
         memcpy(buf, name, PERF_COMM_MAX);
         return 1;
 }
+
+int procmap_read_code_regions(pid_t pid, ProcMapCodeRegion **ret, size_t *ret_n) {
+        _cleanup_free_ ProcMapCodeRegion *v = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        size_t n = 0, allocated = 0;
+        char path[64], line[512];
+
+        (void) snprintf(path, sizeof path, "/proc/%d/maps", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof line, f)) {
+                size_t l = strlen(line);
+                ModelObservedMapping sm;
+                const char *name;
+                int r;
+
+                if (l > 0 && line[l - 1] == '\n')
+                        line[--l] = 0;
+                else if (!feof(f)) {
+                        int c;
+                        while ((c = fgetc(f)) != EOF && c != '\n')
+                                ;
+                        continue;
+                }
+                if (parse_maps_line(line, &sm, &name) <= 0)
+                        continue;
+                /* Code no file holds: anonymous memory, and memfds (a JIT
+                 * that maps its code twice, writable and executable). */
+                if (!(sm.kind == MODEL_IMAGE_ANON || (sm.kind == MODEL_IMAGE_FILE && startswith(name, "/memfd:"))))
+                        continue;
+                if (n >= PROCMAP_CODE_REGIONS_MAX)
+                        break;
+                r = grow((void **) &v, &allocated, n, sizeof *v);
+                if (r < 0)
+                        return r;
+                v[n] = (ProcMapCodeRegion){ .start = sm.start, .end = sm.end };
+                (void) snprintf(v[n].name, sizeof v[n].name, "%s", name);
+                n++;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}

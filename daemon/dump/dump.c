@@ -1,7 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
 #include <fcntl.h>
-#include <limits.h>
 #include <pthread.h>
 #include <stdarg.h>
 #include <sys/eventfd.h>
@@ -207,34 +206,6 @@ static int add_kernel(DumpJob *j, BundleWriter *w) {
         return 0;
 }
 
-/* The innermost pid of a process (its pid in its own namespace, the one a
- * JIT puts into perf-<pid>.map), from /proc/PID/status's NSpid line; pid
- * itself when there is none. */
-static pid_t ns_pid(pid_t pid) {
-        _cleanup_free_ char *status = NULL;
-        char path[64];
-        const char *l;
-        pid_t v = pid;
-
-        (void) snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
-        if (read_full_file(path, 64 * 1024, &status, NULL) < 0)
-                return pid;
-        l = strstr(status, "\nNSpid:");
-        if (!l)
-                return pid;
-        for (l += strlen("\nNSpid:"); *l && *l != '\n';) {
-                char *end;
-                long x = strtol(l, &end, 10);
-
-                if (end == l)
-                        break;
-                if (x > 0 && x <= INT_MAX)
-                        v = (pid_t) x;
-                l = end;
-        }
-        return v;
-}
-
 /* JIT code of one process, as it is now (ptraced-bundle(5), "JIT code"):
  * its executable anonymous and memfd memory, its perf map and its jitdump.
  * Nothing here stops the dump: what cannot be read is listed missing. */
@@ -263,7 +234,7 @@ static int add_jit(DumpJob *j, BundleImages *imgs, pid_t pid) {
          * reads /tmp/perf-<pid>.map in the process's mount namespace under
          * its namespace's pid, and so do we. */
         if (n > 0) {
-                if (asprintf(&map_path, "/tmp/perf-%d.map", (int) ns_pid(pid)) < 0 ||
+                if (asprintf(&map_path, "/tmp/perf-%d.map", (int) procmap_ns_pid(pid)) < 0 ||
                     asprintf(&map_open, "%s/root%s", proc, map_path) < 0)
                         return -ENOMEM;
                 if (access(map_open, F_OK) >= 0) {

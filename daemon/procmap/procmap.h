@@ -115,6 +115,10 @@ typedef struct ProcMapCodeRegion {
         char name[64]; /* "//anon", "[anon:name]", "/memfd:name (deleted)" (cut at 63 bytes) */
 } ProcMapCodeRegion;
 int procmap_read_code_regions(pid_t pid, ProcMapCodeRegion **ret, size_t *ret_n);
+/* The innermost pid of a process (its pid in its own namespace, the one a
+ * JIT puts into /tmp/perf-<pid>.map), from /proc/PID/status's NSpid line;
+ * pid itself when there is none. */
+pid_t procmap_ns_pid(pid_t pid);
 
 /* Apply one side-band record (FORK, EXIT, COMM, MMAP, MMAP2; anything else
  * is ignored). Its time is r->sid.time; without one it is ignored. Returns 1

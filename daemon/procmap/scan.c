@@ -9,8 +9,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sys/mman.h>
 
+#include "common/basic/fileio.h"
 #include "daemon/procmap/internal.h"
 
 #define MAPS_LINE_MAX (MODEL_PATH_MAX + 256U)
@@ -502,4 +504,29 @@ int procmap_read_code_regions(pid_t pid, ProcMapCodeRegion **ret, size_t *ret_n)
         *ret = TAKE_PTR(v);
         *ret_n = n;
         return 0;
+}
+
+pid_t procmap_ns_pid(pid_t pid) {
+        _cleanup_free_ char *status = NULL;
+        char path[64];
+        const char *l;
+        pid_t v = pid;
+
+        (void) snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        if (read_full_file(path, 64 * 1024, &status, NULL) < 0)
+                return pid;
+        l = strstr(status, "\nNSpid:");
+        if (!l)
+                return pid;
+        for (l += strlen("\nNSpid:"); *l && *l != '\n';) {
+                char *end;
+                long x = strtol(l, &end, 10);
+
+                if (end == l)
+                        break;
+                if (x > 0 && x <= INT_MAX)
+                        v = (pid_t) x;
+                l = end;
+        }
+        return v;
 }

@@ -812,6 +812,7 @@ int synth_image_new_code(const char *name, const void *code, size_t size, uint64
                 return -ENOMEM;
         memcpy(img->icall_targets, img->funcs, img->n_funcs * sizeof *img->funcs);
         img->n_icall_targets = img->n_funcs;
+        img->jit = true;
         img->uid = uid_alloc();
         if (img->uid == 0)
                 return -E2BIG;

@@ -53,6 +53,7 @@ typedef struct SynthImage {
         size_t size;
         bool kernel; /* privileged code: SYSRET/IRET/privileged instructions are legal */
         bool pie;    /* ET_DYN: placed at a base chosen by the loader */
+        bool jit;    /* code without a file (synth_image_new_code()): where a JIT's process spends its time */
 
         uint8_t build_id[20];
         size_t build_id_size;

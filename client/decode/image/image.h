@@ -62,6 +62,7 @@ typedef struct DecodeView {
         size_t n_sections;
         DecodeSection **sorted;   /* by vaddr, for lookups */
         size_t *rank;             /* sorted[i] is sections[rank[i]] */
+        uint64_t *reach;          /* the highest end of sorted[0..i]: how far back a lookup must look */
 } DecodeView;
 
 /* Load every image of in (ELF headers, build-ids, file mappings), match

@@ -14,6 +14,7 @@ void images_view_free(DecodeView *v) {
         free(v->sections);
         free(v->sorted);
         free(v->rank);
+        free(v->reach);
         free(v);
 }
 
@@ -118,13 +119,16 @@ static int rank_cmp(const void *a, const void *b, void *userdata) {
 static int sort_view(DecodeView *v) {
         v->sorted = calloc(v->n_sections ?: 1, sizeof(DecodeSection *));
         v->rank = calloc(v->n_sections ?: 1, sizeof(size_t));
-        if (!v->sorted || !v->rank)
+        v->reach = calloc(v->n_sections ?: 1, sizeof(uint64_t));
+        if (!v->sorted || !v->rank || !v->reach)
                 return -ENOMEM;
         for (size_t i = 0; i < v->n_sections; i++)
                 v->rank[i] = i;
         qsort_r(v->rank, v->n_sections, sizeof(size_t), rank_cmp, v->sections);
-        for (size_t i = 0; i < v->n_sections; i++)
+        for (size_t i = 0; i < v->n_sections; i++) {
                 v->sorted[i] = v->sections[v->rank[i]];
+                v->reach[i] = MAX(i > 0 ? v->reach[i - 1] : 0, v->sorted[i]->vaddr + v->sorted[i]->size);
+        }
         return 0;
 }
 
@@ -250,10 +254,12 @@ const DecodeSection *decode_view_find(const DecodeView *v, uint64_t addr) {
                 else
                         hi = mid;
         }
-        /* Overlaps are rare (an address space over time, a user placing two
-         * images on top of each other): look back a little, and like libipt
+        /* Overlaps: an address space over time, a user placing two images
+         * on top of each other, a jitdump's code loads over the JIT memory
+         * read at dump time (thousands of them inside one region). Look
+         * back as far as a section can still reach addr, and like libipt
          * let the section added last win. */
-        for (size_t i = lo, k = 0; i > 0 && k < 8; i--, k++) {
+        for (size_t i = lo; i > 0 && v->reach[i - 1] > addr; i--) {
                 const DecodeSection *s = v->sorted[i - 1];
                 if (addr >= s->vaddr && addr - s->vaddr < s->size && (!best || v->rank[i - 1] > best_rank)) {
                         best = s;

@@ -228,6 +228,42 @@ static void test_missing(void) {
         tb_done(&t);
 }
 
+/* Many small sections over one big one (a jitdump's code loads over the
+ * JIT memory read at dump time): an address only the big one covers is
+ * still found behind them. Before, lookups looked back 8 sections and
+ * named such code [unknown]. */
+static void test_many_overlaps(void) {
+        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        _cleanup_(decode_images_freep) DecodeImages *im = NULL;
+        _cleanup_free_ char *big_path = NULL;
+        char *small_paths[20];
+        uint8_t big[0x1000], small = 0xc3, got = 0;
+        const DecodeView *v;
+
+        memset(big, 0x90, sizeof big);
+        big_path = write_temp(big, sizeof big);
+        ASSERT_OK(decode_input_new("t", &in));
+        add_raw_image(in, big_path, 0x10000);
+        for (size_t i = 0; i < ELEMENTSOF(small_paths); i++) {
+                small_paths[i] = write_temp(&small, 1);
+                add_raw_image(in, small_paths[i], 0x10010 + i);
+        }
+        ASSERT_OK(decode_context_new(in, &ctx));
+        ASSERT_OK(decode_images_new(in, ctx, &im));
+        ASSERT_OK(decode_images_view(im, DECODE_PID_UNKNOWN, 0, &v, NULL, NULL));
+        ASSERT_NOT_NULL(decode_view_find(v, 0x10800));
+        ASSERT_EQ(decode_view_read(v, 0x10800, &got, 1), 1);
+        ASSERT_EQ(got, 0x90);
+        ASSERT_EQ(decode_view_read(v, 0x10015, &got, 1), 1);
+        ASSERT_EQ(got, 0xc3);
+        for (size_t i = 0; i < ELEMENTSOF(small_paths); i++) {
+                (void) unlink(small_paths[i]);
+                free(small_paths[i]);
+        }
+        (void) unlink(big_path);
+}
+
 /* The parsers refuse what is not there to read (fuzz-jit has the rest). */
 static void test_parsers(void) {
         _cleanup_buffer_ Buffer jd = BUFFER_NULL;
@@ -284,4 +320,5 @@ static void test_parsers(void) {
         ASSERT_EQ(perf_map_reader_next(&pm, &e), 0); /* size 0, wrapping, no name: skipped */
 }
 
-RUN_TESTS(TEST(test_loads_by_time), TEST(test_move_and_memory), TEST(test_missing), TEST(test_parsers));
+RUN_TESTS(TEST(test_loads_by_time), TEST(test_move_and_memory), TEST(test_many_overlaps), TEST(test_missing),
+          TEST(test_parsers));

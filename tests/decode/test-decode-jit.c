@@ -8,8 +8,9 @@
  * times 1000+OFFSET, 3000+OFFSET and 5000+OFFSET (TSC conversion: the
  * identity):
  *
- *   load "jsA" at 500:   J+0x00: 5-byte NOP; J+0x05: jmp J+0x10; J+0x10: ret
- *   load "jsB" at 2000:  J+0x00: jmp J+0x20; ...                 J+0x20: ret
+ *   load "jsA" at 500:   J+0x00: 5-byte NOP; J+0x05: jmp J+0x10;
+ *                        J+0x10: call J+0x28; J+0x15: ret; J+0x28: ret
+ *   load "jsB" at 2000:  J+0x00: jmp J+0x20; ...  J+0x20: ret
  *   load "jsC" at 4000:  as jsA
  *
  * Each pass must take the code (and the name) of the load before it.
@@ -33,22 +34,30 @@ static const uint8_t nop5[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 };
 static const uint8_t jmp5[5] = { 0xe9, 0x1b, 0x00, 0x00, 0x00 }; /* to J+0x20 */
 
 static void make_code(uint8_t code[0x30], const uint8_t site[5]) {
+        static const uint8_t call[5] = { 0xe8, 0x13, 0x00, 0x00, 0x00 }; /* J+0x10: call J+0x28 */
+
         memset(code, 0xcc, 0x30);
         memcpy(code, site, 5);
         code[0x05] = 0xeb; /* jmp J+0x10 */
         code[0x06] = 0x09;
-        code[0x10] = 0xc3;
+        memcpy(code + 0x10, call, 5);
+        code[0x15] = 0xc3;
         code[0x20] = 0xc3;
+        code[0x28] = 0xc3;
 }
 
-static size_t build_trace(TraceBuilder *t) {
+/* Three passes through J; pass i takes the NOP path (a call and a
+ * compressed return, one taken TNT bit) when nop[i], else the jump. */
+static size_t build_trace(TraceBuilder *t, const bool nop[3]) {
         tb_init(t, 4096);
         tb_psb(t, 1000 + OFFSET, true, 0);
-        for (uint64_t tsc = 1000; tsc <= 5000; tsc += 2000) {
-                if (tsc > 1000)
-                        tb_tsc(t, tsc + OFFSET);
+        for (unsigned i = 0; i < 3; i++) {
+                if (i > 0)
+                        tb_tsc(t, 1000 + 2000 * i + OFFSET);
                 tb_mode_exec64(t);
                 tb_ip(t, ppt_tip_pge, J);
+                if (nop[i])
+                        tb_tnt(t, (const bool[]){ true }, 1);
                 tb_ip(t, ppt_tip_pgd, 0);
         }
         return tb_offset(t);
@@ -108,13 +117,13 @@ static void sideband(Buffer *sb) {
         ASSERT_OK(perf_record_append_itrace_start(sb, PID, PID, &s));
 }
 
-static char *decode(const uint8_t *trace, size_t size, const Buffer *jitdump, const char *perf_map,
-                    const void *memory, size_t memory_size, uint64_t *ret_errors) {
+static char *decode_as(DecodeFormat format, const uint8_t *trace, size_t size, const Buffer *jitdump,
+                       const char *perf_map, const void *memory, size_t memory_size, uint64_t *ret_errors) {
         _cleanup_(decode_input_freep) DecodeInput *in = NULL;
         _cleanup_buffer_ Buffer sb = BUFFER_NULL;
         DecodeJitClock clk = { .has_monotonic = true, .perf_minus_monotonic = (int64_t) OFFSET };
         DecodeOptions opts = {
-                .format = DECODE_FORMAT_BRANCHES,
+                .format = format,
                 .fields = { DECODE_FIELD_PID, DECODE_FIELD_FROM, DECODE_FIELD_TO, DECODE_FIELD_KIND,
                             DECODE_FIELD_SYM, DECODE_FIELD_DSO },
                 .n_fields = 6,
@@ -147,6 +156,11 @@ static char *decode(const uint8_t *trace, size_t size, const Buffer *jitdump, co
         return decode_to_string(in, &opts, ret_errors);
 }
 
+static char *decode(const uint8_t *trace, size_t size, const Buffer *jitdump, const char *perf_map,
+                    const void *memory, size_t memory_size, uint64_t *ret_errors) {
+        return decode_as(DECODE_FORMAT_BRANCHES, trace, size, jitdump, perf_map, memory, memory_size, ret_errors);
+}
+
 static void expect(const char *out, const char *want) {
         if (!strstr(out, want))
                 test_fail("expected \"%s\" in:\n%s", want, out);
@@ -157,7 +171,7 @@ static void test_loads_by_time(void) {
         uint8_t a[0x30], b[0x30];
         uint64_t errors = 0;
         TraceBuilder t;
-        size_t size = build_trace(&t);
+        size_t size = build_trace(&t, (const bool[]){ true, false, true });
         _cleanup_free_ char *out = NULL;
 
         make_code(a, nop5);
@@ -170,7 +184,7 @@ static void test_loads_by_time(void) {
         out = decode(t.buf, size, &jd, NULL, NULL, 0, &errors);
         if (errors != 0)
                 test_fail("%" PRIu64 " errors:\n%s", errors, out);
-        /* In order: jsA's code (the NOP), jsB's (the jump), jsC's. */
+        /* In order: hotA's code (the NOP), hotB's (the jump), hotC's. */
         {
                 const char *p1 = strstr(out, "77 0x7f0000000005 0x7f0000000010 jmp JS:*hotA+0x5 => JS:*hotA+0x10 (jitted-77-1.so)");
                 const char *p2 = p1 ? strstr(p1, "77 0x7f0000000000 0x7f0000000020 jmp JS:*hotB+0x0 => JS:*hotB+0x20 (jitted-77-2.so)") : NULL;
@@ -178,6 +192,21 @@ static void test_loads_by_time(void) {
                                     : NULL;
                 if (!p1 || !p2 || !p3)
                         test_fail("loads not used by time:\n%s", out);
+        }
+        /* The names in every format. */
+        {
+                static const DecodeFormat formats[] = { DECODE_FORMAT_CALLS, DECODE_FORMAT_PERFETTO,
+                                                        DECODE_FORMAT_JSON, DECODE_FORMAT_FOLDED };
+                for (size_t i = 0; i < ELEMENTSOF(formats); i++) {
+                        _cleanup_free_ char *o = decode_as(formats[i], t.buf, size, &jd, NULL, NULL, 0, &errors);
+
+                        ASSERT_EQ(errors, 0);
+                        /* Calls into each load's code (hotB has none). */
+                        expect(o, "JS:*hotA");
+                        expect(o, "JS:*hotC");
+                        if (formats[i] == DECODE_FORMAT_CALLS || formats[i] == DECODE_FORMAT_JSON)
+                                expect(o, "JS:*hotB");
+                }
         }
         tb_done(&t);
 }
@@ -190,7 +219,7 @@ static void test_move_and_memory(void) {
         uint8_t a[0x30], b[0x30];
         uint64_t errors = 0;
         TraceBuilder t;
-        size_t size = build_trace(&t);
+        size_t size = build_trace(&t, (const bool[]){ true, true, false });
         _cleanup_free_ char *out = NULL;
 
         make_code(a, nop5);
@@ -219,7 +248,7 @@ static void test_move_and_memory(void) {
 static void test_missing(void) {
         uint64_t errors = 0;
         TraceBuilder t;
-        size_t size = build_trace(&t);
+        size_t size = build_trace(&t, (const bool[]){ false, false, false });
         _cleanup_free_ char *out = decode(t.buf, size, NULL, NULL, NULL, 0, &errors);
 
         ASSERT_TRUE(errors > 0);

@@ -22,6 +22,7 @@
 
 #include "common/perf/jitdump.h"
 #include "common/perf/perf-map.h"
+#include "client/decode/symbols.h"
 #include "common/perf/record.h"
 #include "decode-test-util.h"
 
@@ -293,6 +294,38 @@ static void test_many_overlaps(void) {
         (void) unlink(big_path);
 }
 
+/* The kernel's BPF JIT: programs named from the side-band's KSYMBOL
+ * records as perf names them, their code in the kernel text copy. */
+static void test_bpf_ksymbol(void) {
+        _cleanup_(decode_input_freep) DecodeInput *in = NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        _cleanup_(decode_images_freep) DecodeImages *im = NULL;
+        _cleanup_(decode_symbolizer_freep) DecodeSymbolizer *sym = NULL;
+        _cleanup_buffer_ Buffer sb = BUFFER_NULL;
+        PerfSampleId sid = { .time = 100, .sample_type = ST };
+        const char text[] = "ffffffff81000000 T _text\nffffffff81001000 T other\n";
+        const DecodeSymbol *s;
+
+        ASSERT_OK(perf_record_append_ksymbol(&sb, UINT64_C(0xffffffffa0001000), 0x80, PERF_RECORD_KSYMBOL_TYPE_BPF, 0,
+                                             "bpf_prog_0123456789abcdef_handler", &sid));
+        sid.time = 200;
+        ASSERT_OK(perf_record_append_ksymbol(&sb, UINT64_C(0xffffffffa0002000), 0x80, PERF_RECORD_KSYMBOL_TYPE_BPF,
+                                             PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER, "bpf_prog_ffff_gone", &sid));
+        ASSERT_OK(decode_input_new("t", &in));
+        decode_input_set_kallsyms(in, strdup(text), strlen(text));
+        ASSERT_OK(decode_input_add_sideband_data(in, "sb", sb.data, sb.size, false, ST, true));
+        ASSERT_OK(decode_context_new(in, &ctx));
+        ASSERT_OK(decode_images_new(in, ctx, &im));
+        ASSERT_OK(decode_symbolizer_new(im, ctx, in, NULL, &sym));
+        s = decode_symbolizer_lookup(sym, NULL, UINT64_C(0xffffffffa0001010));
+        ASSERT_STREQ(s->name, "bpf_prog_0123456789abcdef_handler");
+        ASSERT_EQ_U64(s->offset, 0x10);
+        ASSERT_STREQ(s->dso, "[bpf]");
+        /* An unregistration names nothing. */
+        s = decode_symbolizer_lookup(sym, NULL, UINT64_C(0xffffffffa0002010));
+        ASSERT_TRUE(!s->name || !streq(s->name, "bpf_prog_ffff_gone"));
+}
+
 /* The parsers refuse what is not there to read (fuzz-jit has the rest). */
 static void test_parsers(void) {
         _cleanup_buffer_ Buffer jd = BUFFER_NULL;
@@ -350,4 +383,4 @@ static void test_parsers(void) {
 }
 
 RUN_TESTS(TEST(test_loads_by_time), TEST(test_move_and_memory), TEST(test_many_overlaps), TEST(test_missing),
-          TEST(test_parsers));
+          TEST(test_bpf_ksymbol), TEST(test_parsers));

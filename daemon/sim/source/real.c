@@ -125,7 +125,8 @@ static void real_watch_end(SimCpu *c, size_t idx, uint32_t pid, uint64_t until) 
 }
 
 void sim_real_apply(SimSource *s, SimCpu *c, size_t idx) {
-        const SimEvent *e = &c->ev[idx];
+        /* A copy: real_watch_end() inserts into c->ev and may move it. */
+        const SimEvent ev = c->ev[idx], *e = &ev;
         SimSlot *prev = c->want;
 
         if (e->kind == SIM_EV_SWITCH) {

@@ -41,9 +41,13 @@ grep -q "JS:\*$name" "/tmp/perf-$npid.map" 2>/dev/null || fail "node never optim
 cleanup_maps() { rm -f "/tmp/perf-$npid.map"; }
 trap 'cleanup_maps; cleanup' EXIT
 
+# Uncompressed: every bundle carries node's 100 MB binary, which zstd
+# would take seconds to compress on a loaded machine.
 sim_conf "$tmp/ptraced.conf" 1M 20M <<CONF
 [Sim]
 CPUs=$n_real
+[Storage]
+Compress=no
 CONF
 start_daemon "$tmp/ptraced.conf"
 

@@ -85,8 +85,10 @@ static void sim_as_free(SimSource *s, SimAs *a) {
         for (size_t i = 0; i < a->n_images; i++)
                 /* JIT code is this address space's alone: it goes with it,
                  * once no CPU's block cache can hold its blocks. */
-                if (--a->images[i]->refs == 0 && a->images[i]->jit)
+                if (--a->images[i]->refs == 0 && a->images[i]->jit) {
+                        sim_jit_image_forget(s, a->images[i]);
                         grave_add(s, SIM_GRAVE_IMAGE, a->images[i]);
+                }
         free(a->images);
         free(a->keys);
         free(a);
@@ -442,11 +444,14 @@ int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, Si
                                 if (sim_jit_functions_read(pid, &jit) < 0)
                                         jit = (SimJitFunctions){};
                         }
-                        img = sim_jit_image(pid, live[i], &jit);
+                        img = sim_jit_image(s, pid, live[i], &jit);
                         if (!img)
                                 continue;
                         if (synth_address_space_map(as, img->img, img->img->min_vaddr) < 0) {
-                                sim_image_free(img);
+                                if (img->refs == 0) { /* new: no block can point into it yet */
+                                        sim_jit_image_forget(s, img);
+                                        sim_image_free(img);
+                                }
                                 continue;
                         }
                         img->refs++;

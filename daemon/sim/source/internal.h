@@ -104,7 +104,8 @@ typedef struct SimImage {
         uint64_t ino;
         unsigned refs; /* address-space versions mapping it */
         uint64_t last_used;
-        bool jit;      /* JIT code (jit.c): its address space's alone, not in the cache */
+        bool jit;      /* JIT code (jit.c): in SimSource.jit_images while mapped, not in the cache */
+        uint32_t pid;  /* JIT code: whose */
 } SimImage;
 
 /* A mapping span of the process model, as the walker takes it: an
@@ -315,6 +316,8 @@ struct SimSource {
         pthread_mutex_t lock;
         SimImage **images;
         size_t n_images;
+        SimImage **jit_images; /* JIT code mapped by some address space (jit.c) */
+        size_t n_jit_images;
         SimBinding *bindings[BINDINGS_MAX];
         size_t n_bindings;
         ProcMap *procmap; /* the process model, fed from our rings and /proc */
@@ -378,7 +381,12 @@ typedef struct SimJitFunctions {
 } SimJitFunctions;
 int sim_jit_functions_read(uint32_t pid, SimJitFunctions *ret);
 void sim_jit_functions_free(SimJitFunctions *f);
-SimImage *sim_jit_image(uint32_t pid, const SimMap *m, const SimJitFunctions *f);
+/* The JIT code of m as it is now: the image an address space maps already
+ * when the bytes and functions are the same (no new image id, no block
+ * cache thrown away at each refresh), else a new one, listed. Lock held. */
+SimImage *sim_jit_image(SimSource *s, uint32_t pid, const SimMap *m, const SimJitFunctions *f);
+/* An image of sim_jit_image() no address space maps any more. Lock held. */
+void sim_jit_image_forget(SimSource *s, SimImage *i);
 
 /* versions.c */
 void sim_maps_done(SimMaps *m);

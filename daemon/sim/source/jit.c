@@ -65,14 +65,53 @@ int sim_jit_functions_read(uint32_t pid, SimJitFunctions *ret) {
         return 0;
 }
 
-SimImage *sim_jit_image(uint32_t pid, const SimMap *m, const SimJitFunctions *f) {
+static bool same_code(const SimImage *i, uint32_t pid, const SimMap *m, const void *code, size_t size,
+                      const SimJitFunctions *f) {
+        const SynthImage *img = i->img;
+        size_t k = 0;
+
+        if (i->pid != pid || img->segments[0].vaddr != m->start || img->size != size ||
+            memcmp(img->map, code, size) != 0)
+                return false;
+        /* The same entries, by address and name (symbols are sorted by
+         * address; the perf map need not be). */
+        for (size_t j = 0; j < f->n; j++) {
+                const SynthSymbol *sym;
+
+                if (f->v[j].addr < m->start || f->v[j].addr - m->start >= size)
+                        continue;
+                sym = synth_image_symbol_at(img, f->v[j].addr);
+                if (!sym || sym->addr != f->v[j].addr || !streq(sym->name, f->v[j].name))
+                        return false;
+                k++;
+        }
+        return k == img->n_symbols;
+}
+
+void sim_jit_image_forget(SimSource *s, SimImage *i) {
+        for (size_t k = 0; k < s->n_jit_images; k++)
+                if (s->jit_images[k] == i) {
+                        s->jit_images[k] = s->jit_images[--s->n_jit_images];
+                        return;
+                }
+}
+
+SimImage *sim_jit_image(SimSource *s, uint32_t pid, const SimMap *m, const SimJitFunctions *f) {
         _cleanup_free_ void *code = NULL;
         _cleanup_free_ SimImage *i = NULL;
         size_t size = 0;
+        SimImage **a;
         char name[96];
 
         if (f->n == 0 || proc_mem_read((pid_t) pid, m->start, m->end - m->start, JIT_REGION_MAX, &code, &size) < 0)
                 return NULL;
+        for (size_t k = 0; k < s->n_jit_images; k++)
+                if (same_code(s->jit_images[k], pid, m, code, size, f))
+                        return s->jit_images[k];
+        a = reallocarray(s->jit_images, s->n_jit_images + 1, sizeof *a);
+        if (!a)
+                return NULL;
+        s->jit_images = a;
         i = calloc(1, sizeof *i);
         if (!i)
                 return NULL;
@@ -83,5 +122,7 @@ SimImage *sim_jit_image(uint32_t pid, const SimMap *m, const SimJitFunctions *f)
                 return NULL;
         }
         i->jit = true;
+        i->pid = pid;
+        s->jit_images[s->n_jit_images++] = i;
         return TAKE_PTR(i);
 }

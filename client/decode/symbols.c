@@ -9,6 +9,7 @@
 
 #include "client/decode/plt.h"
 #include "client/decode/symbols.h"
+#include "common/perf/record.h"
 
 /* kallsyms gives no sizes: a symbol is taken to reach to the next one, but
  * not further than this (past the last symbol of a region). */
@@ -200,6 +201,49 @@ static int parse_kallsyms(DecodeSymbolizer *s, const char *text, size_t size) {
         return 0;
 }
 
+/* Kernel code the kernel announced in the side-band (KSYMBOL records: BPF
+ * programs its JIT compiled, BPF trampolines and dispatchers), named as
+ * perf names it (machine__process_ksymbol_register() in perf's
+ * util/machine.c takes the record's name, "bpf_prog_<tag>_<name>"). Their
+ * code is in the bundle's kernel text copy, which covers the [bpf]
+ * ranges. Programs unloaded keep their names: an address reused by a
+ * later program is named by the one registered last. */
+static int add_ksymbol_records(DecodeSymbolizer *s, const DecodeInput *in) {
+        size_t n0 = s->n_ksyms;
+
+        DECODE_FOREACH(sb, in->sidebands, in->n_sidebands) {
+                PerfRecordStream st;
+                const void *rec;
+                size_t size;
+
+                perf_record_stream_init(&st, sb->data, sb->size);
+                while (perf_record_stream_next(&st, &rec, &size) > 0) {
+                        PerfRecord r;
+                        KSym *k;
+
+                        if (perf_record_parse(rec, size, sb->sample_type, sb->sample_id_all, &r) < 0 ||
+                            r.type != PERF_RECORD_KSYMBOL || (r.ksymbol.flags & PERF_RECORD_KSYMBOL_FLAGS_UNREGISTER) ||
+                            !r.ksymbol.name || !r.ksymbol.name[0] || r.ksymbol.addr < DECODE_KERNEL_START)
+                                continue;
+                        k = reallocarray(s->ksyms, s->n_ksyms + 1, sizeof(KSym));
+                        if (!k)
+                                return -ENOMEM;
+                        s->ksyms = k;
+                        s->ksyms[s->n_ksyms] = (KSym){
+                                .addr = r.ksymbol.addr,
+                                .name = strpool_intern(&s->strings, r.ksymbol.name, strlen(r.ksymbol.name)),
+                                .module = strpool_intern(&s->strings, "[bpf]", 5),
+                        };
+                        if (!s->ksyms[s->n_ksyms].name || !s->ksyms[s->n_ksyms].module)
+                                return -ENOMEM;
+                        s->n_ksyms++;
+                }
+        }
+        if (s->n_ksyms > n0 && s->n_ksyms > 1)
+                qsort(s->ksyms, s->n_ksyms, sizeof(KSym), ksym_cmp);
+        return 0;
+}
+
 int decode_symbolizer_new(DecodeImages *im, const DecodeContext *ctx, const DecodeInput *in,
                           const DecodeSymbolizerOptions *opts, DecodeSymbolizer **ret) {
         _cleanup_(decode_symbolizer_freep) DecodeSymbolizer *s = NULL;
@@ -223,6 +267,9 @@ int decode_symbolizer_new(DecodeImages *im, const DecodeContext *ctx, const Deco
                 if (r < 0)
                         return r;
         }
+        r = add_ksymbol_records(s, in);
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(s);
         return 0;
 }
@@ -517,6 +564,32 @@ static const char *plt_name(DecodeSymbolizer *s, ImageSyms *is, const DecodePltE
         return intern(s, name);
 }
 
+/* JIT code, named as perf names it: a jitdump code load by its record's
+ * name (perf inject --jit makes it the symbol of jitted-<pid>-<index>.so),
+ * memory read at dump time by the process's perf map, with
+ * /tmp/perf-<pid>.map as its DSO (map__new() in perf's util/map.c
+ * turns anonymous memory into that file). */
+static void jit_name(DecodeSymbolizer *s, const DecodeSection *sec, uint64_t addr, DecodeSymbol *d) {
+        const DecodeImage *img = decode_loaded_image_input(sec->image);
+        const DecodeJitSymbol *js;
+        char dso[64];
+
+        if (img->symbol) {
+                d->name = intern(s, img->symbol);
+                d->offset = addr - sec->vaddr;
+                return;
+        }
+        if (!decode_input_has_perf_map(s->in, img->pid))
+                return;
+        snprintf(dso, sizeof dso, "/tmp/perf-%" PRIu32 ".map", img->pid);
+        d->dso = intern(s, dso);
+        js = decode_input_jit_symbol(s->in, img->pid, addr);
+        if (js) {
+                d->name = intern(s, js->name);
+                d->offset = addr - js->start;
+        }
+}
+
 static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection *sec, uint64_t addr) {
         uint64_t link = sec->link_vaddr + (addr - sec->vaddr);
         ImageSyms *is = image_syms(s, sec->image);
@@ -531,7 +604,9 @@ static const DecodeSymbol *lookup_image(DecodeSymbolizer *s, const DecodeSection
         if (!d)
                 return NULL;
         d->dso = intern(s, decode_loaded_image_name(sec->image));
-        if (is->mod) {
+        if (decode_loaded_image_input(sec->image)->has_pid)
+                jit_name(s, sec, addr, d);
+        else if (is->mod) {
                 const DecodePltEntry *pe = decode_plt_find(is->plt, is->n_plt, link);
                 uint64_t off = pe ? link - pe->addr : 0;
                 const char *name = pe ? plt_name(s, is, pe) : image_addr_name(s, is, link, &off);

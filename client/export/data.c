@@ -356,8 +356,26 @@ static int kernel_mmap_record(Buffer *b, const BundleManifest *m, const char *ka
                                         PERF_DATA_KERNEL_NAME "_text", sample_id_all ? &sid : NULL);
 }
 
+/* An MMAP2 of a jitdump, naming the copy in OUTDIR/jit/ instead (jit.c):
+ * appended to b; 0 when rec is no such record. */
+static int jit_mmap_record(Buffer *b, const void *rec, size_t n, uint64_t sample_type, bool sample_id_all,
+                           const ExportJitDumps *jit) {
+        PerfRecord r;
+        const char *to;
+
+        if (!jit || jit->n == 0 || perf_record_parse(rec, n, sample_type, sample_id_all, &r) < 0 ||
+            r.type != PERF_RECORD_MMAP2)
+                return 0;
+        to = export_jit_dump_path(jit, r.mmap2.pid, r.mmap2.filename);
+        if (!to)
+                return 0;
+        return perf_record_append_mmap2(b, r.misc, r.mmap2.pid, r.mmap2.tid, r.mmap2.addr, r.mmap2.len,
+                                        r.mmap2.pgoff, NULL, 0, r.mmap2.maj, r.mmap2.min, r.mmap2.ino, r.mmap2.prot,
+                                        r.mmap2.flags, to, r.has_sample_id ? &r.sid : NULL) ?: 1;
+}
+
 int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
-                      ExportPerfResult *res, char **ret_error) {
+                     const ExportJitDumps *jit, ExportPerfResult *res, char **ret_error) {
         _cleanup_(perf_data_writer_freep) PerfDataWriter *w = NULL;
         _cleanup_free_ void *sb = NULL, *kallsyms = NULL;
         _cleanup_free_ char *error = NULL;
@@ -515,6 +533,15 @@ int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const
 
                 perf_record_stream_init(&s, sb, f.valid_size);
                 while (perf_record_stream_next(&s, &rec, &n) > 0) {
+                        _cleanup_buffer_ Buffer moved = BUFFER_NULL;
+
+                        r = jit_mmap_record(&moved, rec, n, sample_type, sample_id_all, jit);
+                        if (r < 0)
+                                goto finish;
+                        if (r > 0) {
+                                rec = moved.data;
+                                n = moved.size;
+                        }
                         r = perf_data_writer_add_record(w, rec, n);
                         if (r < 0)
                                 goto finish;

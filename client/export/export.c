@@ -54,6 +54,7 @@ int export_perf(const char *bundle, const char *outdir, const char *const *cmdli
                 char **ret_error) {
         _cleanup_(bundle_reader_freep) BundleReader *br = NULL;
         _cleanup_(export_perf_result_done) ExportPerfResult res = {};
+        _cleanup_(export_jit_dumps_done) ExportJitDumps jit = {};
         _cleanup_close_ int outfd = -EBADF;
         const BundleManifest *m;
         bool created = false;
@@ -92,7 +93,15 @@ int export_perf(const char *bundle, const char *outdir, const char *const *cmdli
                         return export_error(ret_error, -EEXIST, "%s exists and is not empty", outdir);
         }
 
-        r = export_perf_data(br, m, outfd, cmdline, &res, ret_error);
+        {
+                _cleanup_free_ char *abs = realpath(outdir, NULL);
+
+                if (!abs)
+                        return export_error(ret_error, -errno, "cannot resolve %s: %m", outdir);
+                r = export_jit(br, m, outfd, abs, &jit, &res, ret_error);
+        }
+        if (r >= 0)
+                r = export_perf_data(br, m, outfd, cmdline, &jit, &res, ret_error);
         if (r >= 0)
                 r = export_kcore_dir(br, m, outfd, &res, ret_error);
         if (r >= 0)
@@ -102,7 +111,7 @@ int export_perf(const char *bundle, const char *outdir, const char *const *cmdli
                 if (created)
                         (void) rm_rf(outdir);
                 else {
-                        static const char *const ours[] = { "data", "kcore_dir", "symfs" };
+                        static const char *const ours[] = { "data", "kcore_dir", "symfs", "jit" };
                         for (size_t i = 0; i < ELEMENTSOF(ours); i++) {
                                 _cleanup_free_ char *p = NULL;
                                 if (asprintf(&p, "%s/%s", outdir, ours[i]) >= 0)

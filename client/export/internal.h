@@ -8,6 +8,7 @@
  *   export.c  export_perf(): the directory, its steps, cleaning up
  *   data.c    OUTDIR/data: the perf.data file
  *   layout.c  OUTDIR/kcore_dir/ and OUTDIR/symfs/
+ *   jit.c     OUTDIR/jit/: jitdump files for perf inject --jit
  */
 
 #include "client/export/perf.h"
@@ -23,9 +24,24 @@ int export_error(char **ret_error, int r, const char *fmt, ...) _printf_(3, 4);
  * otherwise. */
 char *export_symfs_path(const char *path);
 
+/* The jitdumps written to OUTDIR/jit/: which MMAP2 filename of which pid
+ * becomes which absolute path. */
+typedef struct ExportJitDumps {
+        struct {
+                uint32_t pid;
+                char *from, *to;
+        } *v;
+        size_t n;
+} ExportJitDumps;
+void export_jit_dumps_done(ExportJitDumps *j);
+/* The path an MMAP2 record of pid naming filename is rewritten to, or NULL. */
+const char *export_jit_dump_path(const ExportJitDumps *j, uint32_t pid, const char *filename);
+
 /* The steps of export_perf(), each into the directory outfd. */
+int export_jit(BundleReader *br, const BundleManifest *m, int outfd, const char *outdir_abs, ExportJitDumps *ret,
+               ExportPerfResult *res, char **ret_error);
 int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
-                     ExportPerfResult *res, char **ret_error);
+                     const ExportJitDumps *jit, ExportPerfResult *res, char **ret_error);
 int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res,
                      char **ret_error);
 int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res, char **ret_error);

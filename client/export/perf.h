@@ -23,6 +23,7 @@ typedef struct ExportPerfResult {
         uint64_t trace_bytes;   /* before padding */
         uint64_t n_sideband;    /* side-band records copied */
         uint64_t n_synthesized; /* records added (kernel mmap) */
+        uint64_t n_jitdumps;    /* jitdump files written to OUTDIR/jit/ (their MMAP2 records point there) */
         size_t n_images;        /* user images placed in symfs */
         size_t n_image_paths;   /* paths they were placed at */
         bool kcore;             /* kcore_dir/kcore written */

@@ -86,6 +86,9 @@ static int run(int argc, char **argv) {
                 printf("%s/kcore_dir: kcore, kallsyms, modules\n", outdir);
         printf("%s/symfs: %zu image%s at %zu path%s\n", outdir, res.n_images, res.n_images == 1 ? "" : "s",
                res.n_image_paths, res.n_image_paths == 1 ? "" : "s");
+        if (res.n_jitdumps > 0)
+                printf("%s/jit: %llu jitdump%s; name JIT code with: perf inject --jit -i %s/data -o %s/data.jit\n",
+                       outdir, (unsigned long long) res.n_jitdumps, res.n_jitdumps == 1 ? "" : "s", outdir, outdir);
         printf("Decode it with: perf script -i %s --symfs %s/symfs --itrace=b\n", outdir, outdir);
         return PTCTL_EXIT_OK;
 }

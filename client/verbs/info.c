@@ -270,8 +270,8 @@ static void print_images(const BundleManifest *m) {
         }
         {
                 char b[FORMAT_BYTES_MAX];
-                printf("%14s: %zu present (%s), %zu missing, %zu JIT regions\n", "Images", present,
-                       format_bytes(b, sizeof b, bytes), missing, m->n_jit);
+                printf("%14s: %zu present (%s), %zu missing\n", "Images", present,
+                       format_bytes(b, sizeof b, bytes), missing);
                 if (debug > 0)
                         printf("%14s  %zu with their debug files (%s)\n", "", debug,
                                format_bytes(b, sizeof b, debug_bytes));
@@ -287,6 +287,45 @@ static void print_images(const BundleManifest *m) {
                 fputs_escaped(stdout, img->paths[0], 120);
                 printf(" (%s): ", hex && *hex ? hex : "no build-id");
                 fputs_escaped(stdout, img->missing_reason, 200);
+                putchar('\n');
+        }
+}
+
+/* JIT code, per process: its regions, perf map and jitdump, all read at
+ * dump time (ptraced-bundle(5), "JIT code"), and what is missing. */
+static void print_jit(const BundleManifest *m) {
+        size_t regions = 0, files = 0, missing = 0;
+        uint64_t bytes = 0, read_time = 0;
+        char b[FORMAT_BYTES_MAX], r[48];
+
+        for (size_t i = 0; i < m->n_jit; i++) {
+                const BundleJit *j = &m->jit[i];
+
+                if (!j->member)
+                        missing++;
+                else if (j->kind == BUNDLE_JIT_MEMORY)
+                        regions++;
+                else
+                        files++;
+                if (j->member)
+                        bytes += j->len;
+                read_time = MAX(read_time, j->read_time);
+        }
+        printf("%14s: %zu regions, %zu perf maps and jitdumps (%s), %zu missing; read at dump time%s%s%s\n",
+               "JIT code", regions, files, format_bytes(b, sizeof b, bytes), missing, read_time ? " (" : "",
+               read_time ? rel_ms(r, read_time, m->trigger.perf_time) : "", read_time ? ")" : "");
+        for (size_t i = 0; i < m->n_jit; i++) {
+                const BundleJit *j = &m->jit[i];
+
+                printf("%14s  pid %-7" PRIu32 " %-8s ", "", j->pid, bundle_jit_kind_to_string(j->kind));
+                if (j->kind == BUNDLE_JIT_MEMORY)
+                        printf("0x%" PRIx64 "-0x%" PRIx64 " ", j->addr, j->addr + j->len);
+                fputs_escaped(stdout, j->path ?: "-", 120);
+                if (!j->member) {
+                        printf(": missing: ");
+                        fputs_escaped(stdout, j->missing_reason, 200);
+                } else
+                        printf(" (%s)", format_bytes(b, sizeof b, j->len));
                 putchar('\n');
         }
 }
@@ -393,6 +432,8 @@ static void print_human(const char *path, const BundleReader *reader, BundleStat
                  m->kernel.modules_member ? "present" : "absent");
         field("", buf);
         print_images(m);
+        if (m->n_jit > 0)
+                print_jit(m);
 
         for (size_t i = 0; i < m->n_members; i++) {
                 stored += m->members[i].stored_size;

@@ -6,7 +6,7 @@
 
 #include "common/basic/fileio.h"
 
-static int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size) {
+int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size) {
         _cleanup_free_ char *buf = NULL;
         size_t n = 0, allocated = 0;
 

@@ -7,6 +7,8 @@
  * buffer is NUL-terminated; *ret_size excludes the NUL. Works on sysfs and
  * procfs files whose st_size is 0. */
 int read_full_file(const char *path, size_t max_size, char **ret, size_t *ret_size);
+/* Same, from an open file (read from where it is). */
+int read_full_fd(int fd, size_t max_size, char **ret, size_t *ret_size);
 /* Same, on an open directory fd (openat semantics); dirfd may be AT_FDCWD. */
 int read_full_file_at(int dirfd, const char *path, size_t max_size, char **ret, size_t *ret_size);
 /* Same, for a file that must be a regular file (configuration): opened

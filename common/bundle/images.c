@@ -42,10 +42,14 @@ typedef struct StagedImage {
 } StagedImage;
 
 typedef struct StagedJit {
+        BundleJitKind kind;
         uint32_t pid;
         uint64_t addr, len;
-        char *member;
+        uint64_t read_time;
+        char *path;
+        char *member;         /* NULL when missing */
         char *staged;
+        char *missing_reason; /* set when missing */
 } StagedJit;
 
 struct BundleImages {
@@ -107,6 +111,8 @@ BundleImages *bundle_images_free(BundleImages *s) {
                         (void) unlinkat(s->staging_fd, s->jit[i].staged, 0);
                 free(s->jit[i].member);
                 free(s->jit[i].staged);
+                free(s->jit[i].path);
+                free(s->jit[i].missing_reason);
         }
         free(s->jit);
         if (s->staging_fd >= 0) {
@@ -520,42 +526,166 @@ int bundle_images_add_vdso(BundleImages *s, pid_t pid, uint64_t start, uint64_t 
         return r;
 }
 
-int bundle_images_add_jit(BundleImages *s, pid_t pid, uint64_t addr, uint64_t len) {
-        _cleanup_free_ void *data = NULL;
-        _cleanup_free_ char *staged = NULL, *member = NULL;
-        _cleanup_close_ int fd = -EBADF;
-        uint64_t max = s->budget.max_file_size ?: UINT64_C(256) << 20;
-        size_t size;
+static StagedJit *jit_find(BundleImages *s, BundleJitKind kind, pid_t pid, uint64_t addr) {
+        for (size_t i = 0; i < s->n_jit; i++)
+                if (s->jit[i].kind == kind && s->jit[i].pid == (uint32_t) pid && s->jit[i].addr == addr)
+                        return &s->jit[i];
+        return NULL;
+}
+
+static StagedJit *jit_new(BundleImages *s, BundleJitKind kind, pid_t pid, uint64_t addr, uint64_t len,
+                          const char *path, uint64_t read_time) {
         StagedJit *v;
+
+        if (s->n_jit >= BUNDLE_MAX_JIT)
+                return NULL;
+        v = reallocarray(s->jit, s->n_jit + 1, sizeof *v);
+        if (!v)
+                return NULL;
+        s->jit = v;
+        v = &v[s->n_jit];
+        *v = (StagedJit){ .kind = kind, .pid = (uint32_t) pid, .addr = addr, .len = len, .read_time = read_time };
+        if (path && !(v->path = strdup(path)))
+                return NULL;
+        s->n_jit++;
+        return v;
+}
+
+/* A JIT region or file left out, and why (listed, so the decoder can say
+ * which process and region it lacks). */
+_printf_(7, 8) static int jit_missing(BundleImages *s, BundleJitKind kind, pid_t pid, uint64_t addr, uint64_t len,
+                                      const char *path, const char *fmt, ...) {
+        StagedJit *j = jit_new(s, kind, pid, addr, len, path, 0);
+        va_list ap;
         int r;
 
-        if (len == 0 || over_bundle_budget(s, len))
+        if (!j)
+                return s->n_jit >= BUNDLE_MAX_JIT ? 0 : -ENOMEM;
+        va_start(ap, fmt);
+        r = vasprintf(&j->missing_reason, fmt, ap);
+        va_end(ap);
+        if (r < 0) {
+                j->missing_reason = NULL;
+                s->n_jit--;
+                free(j->path);
+                return -ENOMEM;
+        }
+        return 0;
+}
+
+/* Write data to the staging directory as `staged` and list it. */
+static int jit_stage(BundleImages *s, StagedJit *j, const char *staged, const char *member, const void *data,
+                     size_t size) {
+        _cleanup_free_ char *st = strdup(staged), *mb = strdup(member);
+        _cleanup_close_ int fd = -EBADF;
+        int r;
+
+        if (!st || !mb)
+                return -ENOMEM;
+        fd = openat(s->staging_fd, st, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        if (fd < 0)
+                return -errno;
+        r = loop_write(fd, data, size);
+        if (r < 0) {
+                (void) unlinkat(s->staging_fd, st, 0);
+                return r;
+        }
+        j->staged = TAKE_PTR(st);
+        j->member = TAKE_PTR(mb);
+        s->staged_size += size;
+        return 1;
+}
+
+int bundle_images_add_jit(BundleImages *s, pid_t pid, uint64_t addr, uint64_t len, const char *name,
+                          uint64_t read_time) {
+        _cleanup_free_ void *data = NULL;
+        char staged[64], member[64];
+        uint64_t max = s->budget.max_file_size ?: UINT64_C(256) << 20;
+        StagedJit *j;
+        size_t size;
+        int r;
+
+        if (len == 0)
                 return 0;
-        for (size_t i = 0; i < s->n_jit; i++)
-                if (s->jit[i].pid == (uint32_t) pid && s->jit[i].addr == addr)
-                        return 1;
+        j = jit_find(s, BUNDLE_JIT_MEMORY, pid, addr);
+        if (j)
+                return j->member ? 1 : 0;
+        if (over_bundle_budget(s, len))
+                return jit_missing(s, BUNDLE_JIT_MEMORY, pid, addr, len, name,
+                                   "the per-bundle image budget was used up");
         r = proc_mem_read(pid, addr, len, max, &data, &size);
         if (r == -ENOMEM)
                 return r;
         if (r < 0)
-                return 0; /* gone or unreadable: the decoder reports the addresses as without image */
-        if (asprintf(&staged, "jit-%d-%" PRIx64 ".bin", (int) pid, addr) < 0 ||
-            asprintf(&member, "jit/%d-%" PRIx64 ".bin", (int) pid, addr) < 0)
+                return jit_missing(s, BUNDLE_JIT_MEMORY, pid, addr, len, name, "cannot read /proc/%d/mem: %s",
+                                   (int) pid, r == -EFBIG ? "over the per-file image budget" : strerror(-r));
+        snprintf(staged, sizeof staged, "jit-%d-%" PRIx64 ".bin", (int) pid, addr);
+        snprintf(member, sizeof member, "jit/%d-%" PRIx64 ".bin", (int) pid, addr);
+        j = jit_new(s, BUNDLE_JIT_MEMORY, pid, addr, len, name, read_time);
+        if (!j)
                 return -ENOMEM;
-        fd = openat(s->staging_fd, staged, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+        r = jit_stage(s, j, staged, member, data, size);
+        if (r < 0) {
+                free(j->path);
+                s->n_jit--;
+        }
+        return r;
+}
+
+int bundle_images_add_jit_file(BundleImages *s, pid_t pid, BundleJitKind kind, const char *open_path,
+                               const char *path, uid_t owner, uint64_t read_time) {
+        _cleanup_free_ char *data = NULL;
+        char staged[64], member[64];
+        uint64_t max = s->budget.max_file_size ?: UINT64_C(256) << 20;
+        size_t size = 0;
+        StagedJit *j;
+        int r;
+
+        assert(kind == BUNDLE_JIT_PERF_MAP || kind == BUNDLE_JIT_DUMP);
+        if (jit_find(s, kind, pid, 0))
+                return 0;
+        /* A file the JIT appends to: what is there now. It lies in a
+         * world-writable directory and we are root: no symbolic link, no
+         * FIFO, and the process's owner's or root's, as perf takes a perf
+         * map only from its user or root (dso__load_perf_map() in
+         * tools/perf/util/symbol.c). */
+        _cleanup_close_ int fd = open(open_path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+        struct stat st;
+
         if (fd < 0)
-                return -errno;
-        r = loop_write(fd, data, size);
-        if (r < 0)
+                return jit_missing(s, kind, pid, 0, 0, path, "cannot open %s: %m", open_path);
+        if (fstat(fd, &st) < 0)
+                return jit_missing(s, kind, pid, 0, 0, path, "cannot stat %s: %m", open_path);
+        if (!S_ISREG(st.st_mode))
+                return jit_missing(s, kind, pid, 0, 0, path, "%s is not a regular file", open_path);
+        if (st.st_uid != owner && st.st_uid != 0)
+                return jit_missing(s, kind, pid, 0, 0, path,
+                                   "%s belongs to uid %u, neither the process's (%u) nor root", open_path,
+                                   (unsigned) st.st_uid, (unsigned) owner);
+        r = read_full_fd(fd, max, &data, &size);
+        if (r == -ENOMEM)
                 return r;
-        v = reallocarray(s->jit, s->n_jit + 1, sizeof *v);
-        if (!v)
+        if (r < 0)
+                return jit_missing(s, kind, pid, 0, 0, path, "cannot read %s: %s", open_path,
+                                   r == -EFBIG ? "over the per-file image budget" : strerror(-r));
+        if (over_bundle_budget(s, size))
+                return jit_missing(s, kind, pid, 0, size, path, "the per-bundle image budget was used up");
+        if (kind == BUNDLE_JIT_PERF_MAP) {
+                snprintf(staged, sizeof staged, "perf-%d.map", (int) pid);
+                snprintf(member, sizeof member, "jit/perf-%d.map", (int) pid);
+        } else {
+                snprintf(staged, sizeof staged, "jit-%d.dump", (int) pid);
+                snprintf(member, sizeof member, "jit/jit-%d.dump", (int) pid);
+        }
+        j = jit_new(s, kind, pid, 0, size, path, read_time);
+        if (!j)
                 return -ENOMEM;
-        s->jit = v;
-        v[s->n_jit++] = (StagedJit){ .pid = (uint32_t) pid, .addr = addr, .len = len,
-                                     .member = TAKE_PTR(member), .staged = TAKE_PTR(staged) };
-        s->staged_size += len;
-        return 1;
+        r = jit_stage(s, j, staged, member, data, size);
+        if (r < 0) {
+                free(j->path);
+                s->n_jit--;
+        }
+        return r;
 }
 
 int bundle_images_fill_manifest(BundleImages *s, BundleManifest *m) {
@@ -581,14 +711,19 @@ int bundle_images_fill_manifest(BundleImages *s, BundleManifest *m) {
                 img->debug_size = src->debug_size;
         }
         for (size_t i = 0; i < s->n_jit; i++) {
+                const StagedJit *src = &s->jit[i];
                 BundleJit *j = bundle_manifest_add_jit(m);
+
                 if (!j)
                         return -ENOMEM;
-                j->pid = s->jit[i].pid;
-                j->addr = s->jit[i].addr;
-                j->len = s->jit[i].len;
-                j->member = strdup(s->jit[i].member);
-                if (!j->member)
+                j->kind = src->kind;
+                j->pid = src->pid;
+                j->addr = src->addr;
+                j->len = src->len;
+                j->read_time = src->read_time;
+                if ((src->path && !(j->path = strdup(src->path))) ||
+                    (src->member && !(j->member = strdup(src->member))) ||
+                    (src->missing_reason && !(j->missing_reason = strdup(src->missing_reason))))
                         return -ENOMEM;
         }
         return 0;
@@ -621,8 +756,11 @@ int bundle_images_write(BundleImages *s, BundleWriter *w, char **ret_error) {
                         return r;
         }
         for (size_t i = 0; i < s->n_jit; i++) {
-                _cleanup_close_ int fd = openat(s->staging_fd, s->jit[i].staged, O_RDONLY | O_CLOEXEC);
+                _cleanup_close_ int fd = -EBADF;
 
+                if (!s->jit[i].member)
+                        continue;
+                fd = openat(s->staging_fd, s->jit[i].staged, O_RDONLY | O_CLOEXEC);
                 if (fd < 0)
                         return set_error_message(-errno, ret_error, "staged JIT memory %s: %m",
                                                  s->jit[i].staged);

@@ -55,12 +55,20 @@ int bundle_images_add_file(BundleImages *s, const char *open_path, const char *m
 /* The vDSO of pid, read from /proc/PID/mem at [start, end). Same returns. */
 int bundle_images_add_vdso(BundleImages *s, pid_t pid, uint64_t start, uint64_t end);
 
-/* Executable anonymous memory of pid at [addr, addr+len), from /proc/PID/mem.
- * Same returns; a range over budget is left out (the manifest's jit list only
- * names what is present). The bundle format has JIT regions
- * (ptraced-bundle(5)), but the dump stage does not capture them yet: only
- * tests call this. */
-int bundle_images_add_jit(BundleImages *s, pid_t pid, uint64_t addr, uint64_t len);
+/* Executable anonymous (or memfd) memory of pid at [addr, addr+len), from
+ * /proc/PID/mem, as it is now (read_time: the perf time of now, for the
+ * manifest); name is the mapping's ("//anon", "/memfd:x (deleted)"), or
+ * NULL. Same returns; a range over budget or unreadable is listed as
+ * missing with the reason. */
+int bundle_images_add_jit(BundleImages *s, pid_t pid, uint64_t addr, uint64_t len, const char *name,
+                          uint64_t read_time);
+/* The perf map or jitdump file of pid (kind BUNDLE_JIT_PERF_MAP or
+ * BUNDLE_JIT_DUMP) as far as it is written now: open_path is what to open
+ * (through /proc/PID/root), path what the process named it, owner the
+ * process's uid (the file must be its or root's, a regular file, no
+ * symbolic link). One per pid and kind. Same returns. */
+int bundle_images_add_jit_file(BundleImages *s, pid_t pid, BundleJitKind kind, const char *open_path,
+                               const char *path, uid_t owner, uint64_t read_time);
 
 /* for tests: bytes of images and JIT staged so far, to check the budget
  * from outside; the stage applies it itself. */

@@ -280,6 +280,7 @@ static int parse_trigger(Parse *p, JsonObject *root, BundleManifest *m) {
         }
         TRY(get_u64(p, o, "trigger", "perf_time", false, UINT64_MAX, &t->perf_time));
         TRY(get_u64(p, o, "trigger", "realtime_usec", false, UINT64_MAX, &t->realtime_usec));
+        TRY(get_u64(p, o, "trigger", "monotonic_ns", false, UINT64_MAX, &t->monotonic_ns));
         TRY(get(p, o, "trigger", "details", json_type_object, false, &details));
         if (details) {
                 if (json_depth(details, BUNDLE_MAX_DETAILS_DEPTH) > BUNDLE_MAX_DETAILS_DEPTH)
@@ -426,10 +427,24 @@ static int parse_images(Parse *p, JsonObject *root, BundleManifest *m) {
                 snprintf(ctx, sizeof ctx, "jit[%zu]", i);
                 if (!json_object_is_type(o, json_type_object))
                         return bundle_invalid(p->ret_error, "manifest: %s must be an object", ctx);
+                _cleanup_free_ char *kind = NULL;
+
+                TRY(get_str(p, o, ctx, "kind", false, &kind));
+                if (kind) { /* absent in bundles from before JIT capture: memory */
+                        int r = bundle_jit_kind_from_string(kind);
+                        if (r < 0)
+                                return bundle_invalid(p->ret_error,
+                                                      "manifest: %s.kind \"%s\" is not one of memory, perf-map, jitdump",
+                                                      ctx, kind);
+                        j->kind = (BundleJitKind) r;
+                }
                 TRY(get_u32(p, o, ctx, "pid", true, &j->pid));
                 TRY(get_hex_u64(p, o, ctx, "addr", true, &j->addr));
                 TRY(get_u64(p, o, ctx, "len", true, UINT64_MAX, &j->len));
-                TRY(get_str(p, o, ctx, "member", true, &j->member));
+                TRY(get_str(p, o, ctx, "path", false, &j->path));
+                TRY(get_str(p, o, ctx, "member", false, &j->member));
+                TRY(get_u64(p, o, ctx, "read_time", false, UINT64_MAX, &j->read_time));
+                TRY(get_str(p, o, ctx, "missing_reason", false, &j->missing_reason));
         }
         return 0;
 }

@@ -131,6 +131,7 @@ static int serialize_trigger(JsonObject *root, const BundleManifest *m) {
         }
         TRY(json_add_uint64(trigger, "perf_time", t->perf_time));
         TRY(json_add_uint64(trigger, "realtime_usec", t->realtime_usec));
+        TRY(json_add_uint64(trigger, "monotonic_ns", t->monotonic_ns));
         if (t->details) {
                 /* A deep copy keeps the caller's object untouched and ours
                  * independent of it. */
@@ -241,11 +242,19 @@ static int serialize_images(JsonObject *root, const BundleManifest *m) {
         TRY(attach(root, "images", &images));
 
         for (size_t i = 0; i < m->n_jit; i++) {
+                const BundleJit *j = &m->jit[i];
                 NEW_OBJECT(o);
-                TRY(json_add_uint64(o, "pid", m->jit[i].pid));
-                TRY(add_hex_u64(o, "addr", m->jit[i].addr));
-                TRY(json_add_uint64(o, "len", m->jit[i].len));
-                TRY(add_str(o, "member", m->jit[i].member));
+                TRY(add_str(o, "kind", bundle_jit_kind_to_string(j->kind)));
+                TRY(json_add_uint64(o, "pid", j->pid));
+                TRY(add_hex_u64(o, "addr", j->addr));
+                TRY(json_add_uint64(o, "len", j->len));
+                TRY(add_str(o, "path", j->path));
+                TRY(add_str(o, "member", j->member));
+                /* Every JIT entry is read at dump time, not when the trace
+                 * ran: said in so many words for whoever reads the JSON. */
+                TRY(add_str(o, "captured", "dump-time"));
+                TRY(json_add_uint64(o, "read_time", j->read_time));
+                TRY(add_str(o, "missing_reason", j->missing_reason));
                 TRY(attach_item(jit, &o));
         }
         return attach(root, "jit", &jit);

@@ -324,8 +324,11 @@ int bundle_manifest_validate(const BundleManifest *m, bool check_members, char *
 
         for (size_t i = 0; i < m->n_jit; i++) {
                 snprintf(what, sizeof what, "jit[%zu]", i);
+                if (!m->jit[i].member != !!m->jit[i].missing_reason)
+                        return bundle_invalid(ret_error, "%s needs a member or a missing_reason (exactly one)",
+                                              what);
                 if (!m->jit[i].member)
-                        return bundle_invalid(ret_error, "%s has no member", what);
+                        continue;
                 r = check_ref(idx, what, m->jit[i].member, m->jit[i].len, true, ret_error);
                 if (r < 0)
                         return r;

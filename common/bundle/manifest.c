@@ -37,6 +37,23 @@ int bundle_compression_from_string(const char *s) {
         return -EINVAL;
 }
 
+static const char *const jit_kind_table[_BUNDLE_JIT_KIND_MAX] = {
+        [BUNDLE_JIT_MEMORY] = "memory",
+        [BUNDLE_JIT_PERF_MAP] = "perf-map",
+        [BUNDLE_JIT_DUMP] = "jitdump",
+};
+
+const char *bundle_jit_kind_to_string(BundleJitKind k) {
+        return k >= 0 && k < _BUNDLE_JIT_KIND_MAX ? jit_kind_table[k] : NULL;
+}
+
+int bundle_jit_kind_from_string(const char *s) {
+        for (size_t i = 0; i < ELEMENTSOF(jit_kind_table); i++)
+                if (s && streq(s, jit_kind_table[i]))
+                        return (int) i;
+        return -EINVAL;
+}
+
 const char *bundle_image_kind_to_string(BundleImageKind k) {
         return k >= 0 && k < _BUNDLE_IMAGE_KIND_MAX ? image_kind_table[k] : NULL;
 }
@@ -174,8 +191,11 @@ BundleManifest *bundle_manifest_free(BundleManifest *m) {
         for (size_t i = 0; i < m->n_images; i++)
                 image_done(&m->images[i]);
         free(m->images);
-        for (size_t i = 0; i < m->n_jit; i++)
+        for (size_t i = 0; i < m->n_jit; i++) {
                 free(m->jit[i].member);
+                free(m->jit[i].path);
+                free(m->jit[i].missing_reason);
+        }
         free(m->jit);
         for (size_t i = 0; i < m->n_members; i++)
                 member_done(&m->members[i]);

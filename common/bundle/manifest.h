@@ -134,6 +134,7 @@ typedef struct BundleTrigger {
         char *requester_comm; /* or NULL */
         uint64_t perf_time;     /* perf clock at the trigger, ns */
         uint64_t realtime_usec; /* CLOCK_REALTIME at the trigger */
+        uint64_t monotonic_ns;  /* CLOCK_MONOTONIC at the trigger (jitdump times are on it), 0 unknown */
         /* Open key/value object for trigger-specific facts (latency
          * threshold and measured value, crash signal and address...). A
          * json-c object owned by the manifest, or NULL. Depth and size are
@@ -217,11 +218,27 @@ typedef struct BundleImage {
         uint64_t debug_size;
 } BundleImage;
 
-/* Executable anonymous memory captured at dump time. */
+/* JIT code of one process, read at dump time (ptraced-bundle(5), "JIT
+ * code"): its executable anonymous or memfd memory as it was then, its perf
+ * map and its jitdump file as far as they were written by then. */
+typedef enum BundleJitKind {
+        BUNDLE_JIT_MEMORY,   /* [addr, addr + len) of the process's memory */
+        BUNDLE_JIT_PERF_MAP, /* /tmp/perf-<pid>.map: names */
+        BUNDLE_JIT_DUMP,     /* jit-<pid>.dump: code loads with their times */
+        _BUNDLE_JIT_KIND_MAX,
+} BundleJitKind;
+
+const char *bundle_jit_kind_to_string(BundleJitKind k);
+int bundle_jit_kind_from_string(const char *s);
+
 typedef struct BundleJit {
+        BundleJitKind kind;
         uint32_t pid;
-        uint64_t addr, len;
-        char *member; /* "jit/<pid>-<hex addr>.bin" */
+        uint64_t addr, len; /* memory: the range; files: addr 0, len the bytes read */
+        char *path;         /* files: the path the process wrote; memory: the mapping's name ("//anon", "/memfd:x") or NULL */
+        char *member;       /* "jit/<pid>-<hex addr>.bin", "jit/perf-<pid>.map", "jit/jit-<pid>.dump"; NULL when missing */
+        uint64_t read_time; /* perf time of the read at dump time; 0 unknown */
+        char *missing_reason; /* set iff member is NULL: why the region or file is not in the bundle */
 } BundleJit;
 
 typedef struct BundleManifest {

@@ -8,6 +8,7 @@
 #include "common/basic/parse-util.h"
 #include "common/bundle/buildid-cache.h"
 #include "common/perf/attr.h"
+#include "common/perf/jitdump.h"
 #include "common/perf/record.h"
 #include "common/pt/scan.h"
 #include "daemon/dump/assemble.h"
@@ -100,6 +101,8 @@ static int fill_manifest(const DumpSources *src, DumpJob *j, TriggerRequest *fir
         if (first->requester_comm && !(t->requester_comm = strdup(first->requester_comm)))
                 return -ENOMEM;
         t->perf_time = recorder_mono_to_perf_time(src->recorder, s->trigger_at);
+        t->monotonic_ns = s->trigger_at;
+        j->perf_minus_monotonic = (int64_t) (t->perf_time - s->trigger_at);
         t->realtime_usec = now_usec(CLOCK_REALTIME) - (now_nsec(CLOCK_MONOTONIC) - s->trigger_at) / NSEC_PER_USEC;
         if (first->details)
                 t->details = TAKE_PTR(first->details);
@@ -162,6 +165,26 @@ static bool image_known(const DumpJob *j, const char *path, const uint8_t *id, s
         return false;
 }
 
+/* A jitdump file a process mapped, as perf finds it (jit_process() in
+ * tools/perf/util/jitdump.c looks at every MMAP2 for jit_detect()'s
+ * "jit-<pid>.dump"): the JIT maps it executable just so a record names it. */
+static int add_jit_dump(DumpJob *j, const PerfRecord *r) {
+        DumpImage *a;
+
+        for (size_t i = 0; i < j->n_jit_dumps; i++)
+                if (j->jit_dumps[i].pid == r->mmap2.pid)
+                        return 0; /* the first is the one perf takes too */
+        a = reallocarray(j->jit_dumps, j->n_jit_dumps + 1, sizeof *a);
+        if (!a)
+                return -ENOMEM;
+        j->jit_dumps = a;
+        a[j->n_jit_dumps] = (DumpImage){ .pid = r->mmap2.pid, .path = strdup(r->mmap2.filename) };
+        if (!a[j->n_jit_dumps].path)
+                return -ENOMEM;
+        j->n_jit_dumps++;
+        return 0;
+}
+
 static int add_image(DumpJob *j, const PerfRecord *r) {
         bool vdso = streq(r->mmap2.filename, "[vdso]");
         const uint8_t *id = r->mmap2.has_build_id ? r->mmap2.build_id : NULL;
@@ -170,6 +193,8 @@ static int add_image(DumpJob *j, const PerfRecord *r) {
 
         if (!vdso && r->mmap2.filename[0] != '/')
                 return 0; /* anonymous or special mappings: not files */
+        if (jitdump_is_dump_name(r->mmap2.filename, r->mmap2.pid))
+                return add_jit_dump(j, r);
         if (image_known(j, r->mmap2.filename, id, id_size, vdso, r->mmap2.pid))
                 return 0;
         a = realloc(j->images, sizeof(DumpImage) * (j->n_images + 1));
@@ -196,7 +221,7 @@ static int add_image(DumpJob *j, const PerfRecord *r) {
 
 static int collect_images(DumpJob *j) {
         _cleanup_free_ uint32_t *pids = NULL;
-        PidSet ran = {};
+        PidSet ran = {}, mapped = {};
         PerfRecordStream st;
         const void *rec;
         size_t size;
@@ -229,8 +254,22 @@ static int collect_images(DumpJob *j) {
                 if (have_switches && !pid_set_has(&ran, r.mmap2.pid))
                         continue;
                 k = add_image(j, &r);
-                if (k < 0)
+                if (k >= 0)
+                        k = pid_set_add(&mapped, r.mmap2.pid);
+                if (k < 0) {
+                        free(mapped.v);
                         return k;
+                }
+        }
+        /* JIT code is looked for in every process that ran (or, without
+         * switch records, that the side-band maps code in). */
+        if (have_switches) {
+                free(mapped.v);
+                j->jit_pids = TAKE_PTR(pids);
+                j->n_jit_pids = ran.n;
+        } else {
+                j->jit_pids = mapped.v;
+                j->n_jit_pids = mapped.n;
         }
         return 0;
 }

@@ -15,6 +15,7 @@
 #include "common/perf/record.h"
 #include "common/pt/scan.h"
 #include "daemon/dump/dump.h"
+#include "daemon/procmap/procmap.h"
 
 /* /proc/kallsyms is a few MiB on a big kernel; refuse anything absurd. */
 #define KALLSYMS_MAX (64U << 20)
@@ -31,6 +32,10 @@ DumpJob *dump_job_free(DumpJob *j) {
         for (size_t i = 0; i < j->n_images; i++)
                 free(j->images[i].path);
         free(j->images);
+        free(j->jit_pids);
+        for (size_t i = 0; i < j->n_jit_dumps; i++)
+                free(j->jit_dumps[i].path);
+        free(j->jit_dumps);
         bundle_manifest_free(j->manifest);
         free(j->directory);
         free(j->buildid_cache);
@@ -201,6 +206,61 @@ static int add_kernel(DumpJob *j, BundleWriter *w) {
         return 0;
 }
 
+/* JIT code of one process, as it is now (ptraced-bundle(5), "JIT code"):
+ * its executable anonymous and memfd memory, its perf map and its jitdump.
+ * Nothing here stops the dump: what cannot be read is listed missing. */
+static int add_jit(DumpJob *j, BundleImages *imgs, pid_t pid) {
+        _cleanup_free_ ProcMapCodeRegion *regions = NULL;
+        _cleanup_free_ char *map_path = NULL, *map_open = NULL;
+        char proc[32];
+        struct stat st;
+        size_t n = 0;
+        int r;
+
+        if (procmap_read_code_regions(pid, &regions, &n) < 0)
+                return 0; /* gone: its code with it */
+        (void) snprintf(proc, sizeof proc, "/proc/%d", (int) pid);
+        if (stat(proc, &st) < 0)
+                return 0;
+        for (size_t i = 0; i < n; i++) {
+                uint64_t t = (uint64_t) ((int64_t) now_nsec(CLOCK_MONOTONIC) + j->perf_minus_monotonic);
+
+                r = bundle_images_add_jit(imgs, pid, regions[i].start, regions[i].end - regions[i].start,
+                                          regions[i].name, t);
+                if (r == -ENOMEM)
+                        return r;
+        }
+        /* A perf map only matters beside JIT memory; dso__load_perf_map()
+         * reads /tmp/perf-<pid>.map in the process's mount namespace under
+         * its namespace's pid, and so do we. */
+        if (n > 0) {
+                if (asprintf(&map_path, "/tmp/perf-%d.map", (int) procmap_ns_pid(pid)) < 0 ||
+                    asprintf(&map_open, "%s/root%s", proc, map_path) < 0)
+                        return -ENOMEM;
+                if (access(map_open, F_OK) >= 0) {
+                        r = bundle_images_add_jit_file(
+                                imgs, pid, BUNDLE_JIT_PERF_MAP, map_open, map_path, st.st_uid,
+                                (uint64_t) ((int64_t) now_nsec(CLOCK_MONOTONIC) + j->perf_minus_monotonic));
+                        if (r == -ENOMEM)
+                                return r;
+                }
+        }
+        for (size_t i = 0; i < j->n_jit_dumps; i++) {
+                _cleanup_free_ char *open_path = NULL;
+
+                if (j->jit_dumps[i].pid != (uint32_t) pid)
+                        continue;
+                if (asprintf(&open_path, "%s/root%s", proc, j->jit_dumps[i].path) < 0)
+                        return -ENOMEM;
+                r = bundle_images_add_jit_file(
+                        imgs, pid, BUNDLE_JIT_DUMP, open_path, j->jit_dumps[i].path, st.st_uid,
+                        (uint64_t) ((int64_t) now_nsec(CLOCK_MONOTONIC) + j->perf_minus_monotonic));
+                if (r == -ENOMEM)
+                        return r;
+        }
+        return 0;
+}
+
 static int add_images(DumpJob *j, BundleWriter *w) {
         _cleanup_(buildid_cache_freep) BuildIdCache *cache = NULL;
         _cleanup_(bundle_images_freep) BundleImages *imgs = NULL;
@@ -210,7 +270,7 @@ static int add_images(DumpJob *j, BundleWriter *w) {
                                      .max_debug_size = j->debuginfo_budget };
         int r;
 
-        if (j->n_images == 0)
+        if (j->n_images == 0 && j->n_jit_pids == 0)
                 return 0;
         if (j->buildid_cache) {
                 r = buildid_cache_new(j->buildid_cache, &cache);
@@ -248,6 +308,12 @@ static int add_images(DumpJob *j, BundleWriter *w) {
                         open_path = mfree(open_path);
                 (void) bundle_images_add_file(imgs, open_path ?: img->path, img->path,
                                               img->build_id_size ? img->build_id : NULL, img->build_id_size);
+        }
+        /* After the files: the image budget goes to ELF images first. */
+        for (size_t i = 0; i < j->n_jit_pids; i++) {
+                r = add_jit(j, imgs, (pid_t) j->jit_pids[i]);
+                if (r < 0)
+                        return job_fail(j, r, "cannot add JIT code: %s", strerror(-r));
         }
 
         r = bundle_images_fill_manifest(imgs, j->manifest);

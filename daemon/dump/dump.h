@@ -46,6 +46,13 @@ typedef struct DumpJob {
         bool late_added;
         DumpImage *images;
         size_t n_images;
+        /* JIT code (read at dump time): the processes that ran in the
+         * window, and the jitdump files their MMAP2 records name. */
+        uint32_t *jit_pids;
+        size_t n_jit_pids;
+        DumpImage *jit_dumps; /* path and pid only */
+        size_t n_jit_dumps;
+        int64_t perf_minus_monotonic; /* perf time - CLOCK_MONOTONIC, for the reads' times */
 
         /* Descriptions for the manifest (the job owns them). */
         BundleManifest *manifest; /* host, cpuid, pmu, tsc, trigger, lookback, simulated filled in */

@@ -105,6 +105,21 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(ProcMap *, procmap_free);
  * start-up and repair after lost side-band, not a loop. */
 int procmap_scan_proc(ProcMap *m, uint64_t time);
 
+/* The executable mappings of pid that no file image holds (JIT code):
+ * anonymous memory and memfds, from /proc/PID/maps as it is now, by
+ * address; at most PROCMAP_CODE_REGIONS_MAX. -ENOENT and the like when
+ * the process is gone. */
+#define PROCMAP_CODE_REGIONS_MAX 4096U
+typedef struct ProcMapCodeRegion {
+        uint64_t start, end;
+        char name[64]; /* "//anon", "[anon:name]", "/memfd:name (deleted)" (cut at 63 bytes) */
+} ProcMapCodeRegion;
+int procmap_read_code_regions(pid_t pid, ProcMapCodeRegion **ret, size_t *ret_n);
+/* The innermost pid of a process (its pid in its own namespace, the one a
+ * JIT puts into /tmp/perf-<pid>.map), from /proc/PID/status's NSpid line;
+ * pid itself when there is none. */
+pid_t procmap_ns_pid(pid_t pid);
+
 /* Apply one side-band record (FORK, EXIT, COMM, MMAP, MMAP2; anything else
  * is ignored). Its time is r->sid.time; without one it is ignored. Returns 1
  * when the model changed, 0 when the record was ignored or changed

@@ -9,8 +9,10 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <sys/mman.h>
 
+#include "common/basic/fileio.h"
 #include "daemon/procmap/internal.h"
 
 #define MAPS_LINE_MAX (MODEL_PATH_MAX + 256U)
@@ -458,4 +460,73 @@ int procmap_read_task_comm(ProcMap *m, uint32_t pid, char buf[static PERF_COMM_M
         comm_strip_kworker(name);
         memcpy(buf, name, PERF_COMM_MAX);
         return 1;
+}
+
+int procmap_read_code_regions(pid_t pid, ProcMapCodeRegion **ret, size_t *ret_n) {
+        _cleanup_free_ ProcMapCodeRegion *v = NULL;
+        _cleanup_fclose_ FILE *f = NULL;
+        size_t n = 0, allocated = 0;
+        char path[64], line[512];
+
+        (void) snprintf(path, sizeof path, "/proc/%d/maps", (int) pid);
+        f = fopen(path, "re");
+        if (!f)
+                return -errno;
+        while (fgets(line, sizeof line, f)) {
+                size_t l = strlen(line);
+                ModelObservedMapping sm;
+                const char *name;
+                int r;
+
+                if (l > 0 && line[l - 1] == '\n')
+                        line[--l] = 0;
+                else if (!feof(f)) {
+                        int c;
+                        while ((c = fgetc(f)) != EOF && c != '\n')
+                                ;
+                        continue;
+                }
+                if (parse_maps_line(line, &sm, &name) <= 0)
+                        continue;
+                /* Code no file holds: anonymous memory, and memfds (a JIT
+                 * that maps its code twice, writable and executable). */
+                if (!(sm.kind == MODEL_IMAGE_ANON || (sm.kind == MODEL_IMAGE_FILE && startswith(name, "/memfd:"))))
+                        continue;
+                if (n >= PROCMAP_CODE_REGIONS_MAX)
+                        break;
+                r = grow((void **) &v, &allocated, n, sizeof *v);
+                if (r < 0)
+                        return r;
+                v[n] = (ProcMapCodeRegion){ .start = sm.start, .end = sm.end };
+                (void) snprintf(v[n].name, sizeof v[n].name, "%s", name);
+                n++;
+        }
+        *ret = TAKE_PTR(v);
+        *ret_n = n;
+        return 0;
+}
+
+pid_t procmap_ns_pid(pid_t pid) {
+        _cleanup_free_ char *status = NULL;
+        char path[64];
+        const char *l;
+        pid_t v = pid;
+
+        (void) snprintf(path, sizeof path, "/proc/%d/status", (int) pid);
+        if (read_full_file(path, 64 * 1024, &status, NULL) < 0)
+                return pid;
+        l = strstr(status, "\nNSpid:");
+        if (!l)
+                return pid;
+        for (l += strlen("\nNSpid:"); *l && *l != '\n';) {
+                char *end;
+                long x = strtol(l, &end, 10);
+
+                if (end == l)
+                        break;
+                if (x > 0 && x <= INT_MAX)
+                        v = (pid_t) x;
+                l = end;
+        }
+        return v;
 }

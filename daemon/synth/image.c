@@ -752,6 +752,74 @@ int synth_image_load_memory(const char *name, const void *data, size_t size, boo
         return 0;
 }
 
+static int symbol_addr_cmp(const void *a, const void *b) {
+        const SynthSymbol *x = a, *y = b;
+        return x->addr < y->addr ? -1 : x->addr > y->addr;
+}
+
+int synth_image_new_code(const char *name, const void *code, size_t size, uint64_t vaddr,
+                         const SynthSymbol *funcs, size_t n_funcs, SynthImage **ret) {
+        _cleanup_(synth_image_unrefp) SynthImage *img = NULL;
+        size_t names = 0, n = 0;
+        char *p;
+        int r;
+
+        if (size == 0 || (uint64_t) size > SYNTH_IMAGE_MAX_SIZE || vaddr + size < vaddr)
+                return -EINVAL;
+        r = image_new(name, false, &img);
+        if (r < 0)
+                return r;
+        for (size_t i = 0; i < n_funcs; i++)
+                names += strlen(funcs[i].name) + 1;
+        /* The code, then the names the symbols point to. */
+        img->memory = malloc(size + names);
+        img->segments = calloc(1, sizeof *img->segments);
+        img->symbols = calloc(MAX(n_funcs, (size_t) 1), sizeof *img->symbols);
+        img->funcs = calloc(MAX(n_funcs, (size_t) 1), sizeof *img->funcs);
+        if (!img->memory || !img->segments || !img->symbols || !img->funcs)
+                return -ENOMEM;
+        memcpy(img->memory, code, size);
+        img->map = img->memory;
+        img->size = size;
+        img->min_vaddr = vaddr & ~UINT64_C(0xfff);
+        img->max_vaddr = (vaddr + size + 0xfff) & ~UINT64_C(0xfff);
+        img->segments[0] = (SynthSegment){ .vaddr = vaddr, .memsz = size, .offset = 0, .filesz = size,
+                                           .flags = 1 | 4 /* PF_X | PF_R */ };
+        img->n_segments = 1;
+        p = (char *) img->memory + size;
+        for (size_t i = 0; i < n_funcs; i++) {
+                size_t l = strlen(funcs[i].name) + 1;
+
+                if (funcs[i].addr < vaddr || funcs[i].addr - vaddr >= size)
+                        continue;
+                memcpy(p, funcs[i].name, l);
+                img->symbols[n] = (SynthSymbol){ .addr = funcs[i].addr, .size = funcs[i].size, .name = p,
+                                                 .global = true };
+                p += l;
+                n++;
+        }
+        if (n == 0)
+                return -ENOENT;
+        qsort(img->symbols, n, sizeof *img->symbols, symbol_addr_cmp);
+        img->n_symbols = n;
+        for (size_t i = 0; i < n; i++)
+                if (img->n_funcs == 0 || img->funcs[img->n_funcs - 1] != img->symbols[i].addr)
+                        img->funcs[img->n_funcs++] = img->symbols[i].addr;
+        /* JIT code is entered through pointers (the interpreter, stubs,
+         * other JIT code): every function may be an indirect target. */
+        img->icall_targets = malloc(img->n_funcs * sizeof *img->icall_targets);
+        if (!img->icall_targets)
+                return -ENOMEM;
+        memcpy(img->icall_targets, img->funcs, img->n_funcs * sizeof *img->funcs);
+        img->n_icall_targets = img->n_funcs;
+        img->jit = true;
+        img->uid = uid_alloc();
+        if (img->uid == 0)
+                return -E2BIG;
+        *ret = TAKE_PTR(img);
+        return 0;
+}
+
 SynthImage *synth_image_ref(SynthImage *img) {
         if (img)
                 img->n_ref++;

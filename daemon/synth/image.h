@@ -53,6 +53,7 @@ typedef struct SynthImage {
         size_t size;
         bool kernel; /* privileged code: SYSRET/IRET/privileged instructions are legal */
         bool pie;    /* ET_DYN: placed at a base chosen by the loader */
+        bool jit;    /* code without a file (synth_image_new_code()): where a JIT's process spends its time */
 
         uint8_t build_id[20];
         size_t build_id_size;
@@ -91,6 +92,12 @@ int synth_image_load(const char *path, bool kernel, SynthImage **ret, char **ret
  * into the library. name stands for the path in messages. */
 int synth_image_load_memory(const char *name, const void *data, size_t size, bool kernel, SynthImage **ret,
                             char **ret_error);
+/* Code without a file (JIT code read from a process): size bytes placed at
+ * vaddr, non-PIE, one executable segment, the given functions (their
+ * names are copied; those outside the bytes are ignored) as its entries
+ * and indirect-call targets. -ENOENT when no function lies in it. */
+int synth_image_new_code(const char *name, const void *code, size_t size, uint64_t vaddr,
+                         const SynthSymbol *funcs, size_t n_funcs, SynthImage **ret);
 SynthImage *synth_image_ref(SynthImage *img);
 SynthImage *synth_image_unref(SynthImage *img);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SynthImage *, synth_image_unref);

@@ -280,11 +280,29 @@ int synth_walker_step(SynthWalker *w, SynthStep *s) {
         return synth_walker_goto(w, b, s->to, next);
 }
 
+/* A JIT compiles what its process runs most: a walk in an address space
+ * with JIT code restarts there one time in two (the rest as anywhere
+ * else). Address spaces without JIT code draw from the generator as
+ * before, so ptsynth's output for a seed stays what it was. */
+static const SynthMapping *restart_mapping(SynthWalker *w) {
+        size_t n_jit = 0, k;
+
+        for (size_t i = 0; i < w->as->n_maps; i++)
+                n_jit += w->as->maps[i].image->jit;
+        if (n_jit == 0 || !synth_rng_chance(&w->rng, 1, 2))
+                return &w->as->maps[synth_rng_below(&w->rng, w->as->n_maps)];
+        k = synth_rng_below(&w->rng, n_jit);
+        for (size_t i = 0; i < w->as->n_maps; i++)
+                if (w->as->maps[i].image->jit && k-- == 0)
+                        return &w->as->maps[i];
+        return &w->as->maps[0];
+}
+
 int synth_walker_restart(SynthWalker *w) {
         if (w->as->n_maps == 0)
                 return -ENOENT;
         for (unsigned i = 0; i < 64; i++) {
-                const SynthMapping *m = &w->as->maps[synth_rng_below(&w->rng, w->as->n_maps)];
+                const SynthMapping *m = restart_mapping(w);
                 uint64_t a = synth_walker_random_function(w, m, false);
 
                 w->depth = 0;

@@ -154,7 +154,7 @@ static void test_images(void) {
         jit = mmap(NULL, 8192, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         ASSERT_TRUE(jit != MAP_FAILED);
         fill_random(jit, 8192, 11);
-        ASSERT_EQ(bundle_images_add_jit(s, getpid(), (uint64_t) (uintptr_t) jit, 8192), 1);
+        ASSERT_EQ(bundle_images_add_jit(s, getpid(), (uint64_t) (uintptr_t) jit, 8192, "//anon", 1234), 1);
 
         ASSERT_OK(bundle_images_fill_manifest(s, m));
         /* Two present file/vdso entries plus the missing ones. */
@@ -249,10 +249,13 @@ static void test_budgets(void) {
 
         ASSERT_OK(bundle_images_new(c, sdir2, &per_bundle, &s2));
         ASSERT_EQ(bundle_images_add_file(s2, "/proc/self/exe", "/bin/x", NULL, 0), 0);
-        ASSERT_EQ(bundle_images_add_jit(s2, getpid(), (uint64_t) (uintptr_t) &per_bundle, 8192), 0);
+        ASSERT_EQ(bundle_images_add_jit(s2, getpid(), (uint64_t) (uintptr_t) &per_bundle, 8192, NULL, 0), 0);
         ASSERT_OK(bundle_images_fill_manifest(s2, m2));
         ASSERT_CONTAINS(m2->images[0].missing_reason, "per-bundle image budget");
-        ASSERT_EQ(m2->n_jit, 0);
+        /* Listed as missing, with the reason, so decode can name it. */
+        ASSERT_EQ(m2->n_jit, 1);
+        ASSERT_NULL(m2->jit[0].member);
+        ASSERT_CONTAINS(m2->jit[0].missing_reason, "per-bundle image budget");
         ASSERT_EQ(bundle_images_staged_size(s2), 0);
         rm_rf(dir);
 }

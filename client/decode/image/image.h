@@ -57,10 +57,12 @@ typedef struct DecodeView {
         int32_t pid; /* DECODE_PID_UNKNOWN: global sections only */
         size_t version;
         size_t epoch;  /* of the text pokes: how many poke times lie at or before it */
+        uint64_t jit_begin, jit_end; /* the span of the process's timed JIT code it holds for */
         DecodeSection **sections; /* in the order libipt gets them: a later one wins where they overlap */
         size_t n_sections;
         DecodeSection **sorted;   /* by vaddr, for lookups */
         size_t *rank;             /* sorted[i] is sections[rank[i]] */
+        uint64_t *reach;          /* the highest end of sorted[0..i]: how far back a lookup must look */
 } DecodeView;
 
 /* Load every image of in (ELF headers, build-ids, file mappings), match
@@ -96,6 +98,8 @@ bool decode_loaded_image_is_elf(const DecodeLoadedImage *li);
 size_t decode_loaded_image_index(const DecodeLoadedImage *li);
 /* Its debug file as the input carries it, or NULL. */
 const char *decode_loaded_image_debug_path(const DecodeLoadedImage *li);
+/* The input's description of it (pid, times and symbol of JIT code). */
+const DecodeImage *decode_loaded_image_input(const DecodeLoadedImage *li);
 
 /* One worker's libipt images, one per view it has used. */
 typedef struct DecodeImageCache DecodeImageCache;

@@ -30,6 +30,7 @@ struct DecodeLoadedImage {
         size_t index;
         void *map;
         size_t size;
+        bool map_shared; /* another image's map (one file, several raw images: a jitdump) */
         bool usable;
         bool is_elf;
         uint16_t e_type;
@@ -40,6 +41,17 @@ struct DecodeLoadedImage {
         size_t build_id_size;
         bool matched; /* some side-band mapping resolved to it */
 };
+
+typedef struct JitTimes {
+        uint64_t *t;
+        size_t n;
+} JitTimes;
+
+/* The views of one process version: n_epochs per JIT span. */
+typedef struct ViewSet {
+        DecodeView **v;
+        size_t n;
+} ViewSet;
 
 /* A range of kernel text some text poke changed (overlapping pokes merged). */
 typedef struct PokeRegion {
@@ -55,6 +67,11 @@ struct DecodeImages {
         DecodeLoadedImage *images;
         size_t n_images;
 
+        /* JIT code with times (jitdump code loads), per pid: the times at
+         * which its code changes, sorted, unique. A view is one process
+         * version in one text-poke epoch and one of these spans. */
+        U64Map jit_times; /* pid -> JitTimes* */
+
         /* Text pokes: epoch e starts at poke_times[e - 1] (epoch 0 before
          * the first); regions sorted by address. */
         uint64_t *poke_times;
@@ -69,7 +86,7 @@ struct DecodeImages {
         DecodeSection **by_isid[ISID_CHUNKS];
         DecodeSection **globals;
         size_t n_globals;
-        U64Map views;       /* (pid << 32 | version) -> DecodeView*[n_epochs]; pid unknown: key UINT64_MAX */
+        U64Map views;       /* (pid << 32 | version) -> ViewSet; pid unknown: key UINT64_MAX */
         U64Map resolutions; /* mapping key -> (image index + 1), or SIZE_MAX for none */
         char **notes;
 };
@@ -100,3 +117,6 @@ int images_poke_callback(uint8_t *buffer, size_t size, const struct pt_asid *asi
 
 /* view.c */
 void images_view_free(DecodeView *v);
+void images_view_set_free(const DecodeImages *im, ViewSet *set);
+/* The times at which pid's timed JIT code changes (images with has_time). */
+int images_jit_times_init(DecodeImages *im);

@@ -25,13 +25,15 @@ DecodeImages *decode_images_free(DecodeImages *im) {
 
         if (!im)
                 return NULL;
-        for (size_t i = 0; u64map_next(&im->views, &i, NULL, &v);) {
-                DecodeView **set = v;
-                for (size_t e = 0; e < im->n_epochs; e++)
-                        images_view_free(set[e]);
-                free(set);
-        }
+        for (size_t i = 0; u64map_next(&im->views, &i, NULL, &v);)
+                images_view_set_free(im, v);
         u64map_done(&im->views);
+        for (size_t i = 0; u64map_next(&im->jit_times, &i, NULL, &v);) {
+                JitTimes *jt = v;
+                free(jt->t);
+                free(jt);
+        }
+        u64map_done(&im->jit_times);
         free(im->poke_times);
         DECODE_FOREACH(rg, im->regions, im->n_regions)
                 free(rg->pokes);
@@ -46,7 +48,7 @@ DecodeImages *decode_images_free(DecodeImages *im) {
         }
         free(im->globals);
         DECODE_FOREACH(li, im->images, im->n_images) {
-                if (li->map)
+                if (li->map && !li->map_shared)
                         (void) munmap(li->map, li->size);
                 free(li->segs);
         }
@@ -80,6 +82,10 @@ size_t decode_loaded_image_index(const DecodeLoadedImage *li) {
 
 const char *decode_loaded_image_debug_path(const DecodeLoadedImage *li) {
         return li->img->debug_path;
+}
+
+const DecodeImage *decode_loaded_image_input(const DecodeLoadedImage *li) {
+        return li->img;
 }
 
 /* Read the program headers and build-id. Every offset and size is checked
@@ -249,7 +255,13 @@ int images_place_fixed(DecodeImages *im, DecodeLoadedImage *li, bool has_addr, u
         int r;
 
         if (!li->is_elf) {
-                r = images_register_section(im, li, 0, li->size, addr, 0, &s);
+                uint64_t off = li->img->file_offset, size = li->img->file_size;
+
+                if (off >= li->size)
+                        return -ERANGE;
+                if (size == 0 || size > li->size - off)
+                        size = li->size - off;
+                r = images_register_section(im, li, off, size, addr, 0, &s);
                 if (r < 0)
                         return r;
                 return sections_append(l, n, s);
@@ -407,6 +419,15 @@ int decode_images_new(const DecodeInput *in, const DecodeContext *ctx, DecodeIma
                 DecodeLoadedImage *li = &im->images[im->n_images++];
                 li->img = &in->images[i];
                 li->index = i;
+                if (i > 0 && li->img->kind == DECODE_IMAGE_RAW && li[-1].usable && li[-1].img->kind == DECODE_IMAGE_RAW &&
+                    streq(li->img->path, li[-1].img->path)) {
+                        /* The code loads of one jitdump: one map. */
+                        li->map = li[-1].map;
+                        li->size = li[-1].size;
+                        li->map_shared = true;
+                        li->usable = true;
+                        continue;
+                }
                 r = load_image(im, li);
                 if (r < 0)
                         return r;
@@ -446,6 +467,8 @@ int decode_images_new(const DecodeInput *in, const DecodeContext *ctx, DecodeIma
         r = images_pokes_init(im);
         if (r >= 0)
                 r = images_split_globals(im);
+        if (r >= 0)
+                r = images_jit_times_init(im);
         if (r < 0)
                 return r;
 
@@ -463,6 +486,35 @@ static const DecodeMissingImage *find_missing(const DecodeInput *in, const Decod
                                 return x;
         }
         return NULL;
+}
+
+/* Code in memory no file holds: anonymous memory and memfds (what the
+ * dump takes as JIT code). */
+static bool is_jit_mapping(const char *name) {
+        return streq(name, "//anon") || startswith(name, "[anon:") || startswith(name, "/memfd:") ||
+               streq(name, "[heap]") || streq(name, "[stack]");
+}
+
+/* Missing JIT code: which process and region, and why, as far as the
+ * bundle says. */
+static char *explain_missing_jit(DecodeImages *im, int32_t pid, uint64_t addr, const DecodeMapping *m) {
+        const char *why = NULL;
+        bool any = false;
+        char *s;
+
+        DECODE_FOREACH(x, im->in->missing_jit, im->in->n_missing_jit)
+                if ((int32_t) x->pid == pid && x->len > 0 && addr - x->addr < x->len)
+                        why = x->reason;
+        DECODE_FOREACH(li, im->images, im->n_images)
+                any = any || (li->usable && li->img->has_pid && (int32_t) li->img->pid == pid);
+        if (asprintf(&s,
+                     "no JIT code at 0x%" PRIx64 " (process %" PRIi32 ", region 0x%" PRIx64 "-0x%" PRIx64 " %s: %s%s)",
+                     addr, pid, m->start, m->end, m->filename, why ? "not in the bundle: " : "",
+                     why ?: any ? "neither in the memory read at dump time nor in a jitdump code load of this time "
+                                  "(freed, moved or written after the trace?)"
+                                : "the bundle holds no JIT code of this process") < 0)
+                return NULL;
+        return s;
 }
 
 char *decode_images_explain_missing(DecodeImages *im, int32_t pid, uint64_t addr, uint64_t time) {
@@ -501,6 +553,8 @@ char *decode_images_explain_missing(DecodeImages *im, int32_t pid, uint64_t addr
                 r = asprintf(&s, "no image at 0x%" PRIx64 " (pid %" PRIi32 " has no mapping there)", addr, pid);
                 return r < 0 ? NULL : s;
         }
+        if (is_jit_mapping(m->filename))
+                return explain_missing_jit(im, pid, addr, m);
 
         {
                 char hex[2 * DECODE_BUILD_ID_MAX + 1];

@@ -40,6 +40,76 @@ static int set_error(DecodeInput *in, const char *what, const char *member, char
         return r;
 }
 
+/* The JIT code of the bundle (ptraced-bundle(5), "JIT code"): memory
+ * regions first, so that a jitdump's code loads (added after them) lie
+ * on top of them. */
+static int add_jit(DecodeInput *in, BundleReader *br, const BundleManifest *m) {
+        DecodeJitClock clk = {
+                .has_monotonic = m->trigger.monotonic_ns > 0 && m->trigger.perf_time > 0,
+                .perf_minus_monotonic = (int64_t) (m->trigger.perf_time - m->trigger.monotonic_ns),
+        };
+        int r;
+
+        for (BundleJitKind kind = 0; kind < _BUNDLE_JIT_KIND_MAX; kind++)
+                for (size_t i = 0; i < m->n_jit; i++) {
+                        const BundleJit *j = &m->jit[i];
+                        _cleanup_free_ char *error = NULL, *what = NULL;
+                        DecodeImage img = {
+                                .fd = -EBADF,
+                                .kind = DECODE_IMAGE_RAW,
+                                .has_addr = true,
+                                .addr = j->addr,
+                                .has_pid = true,
+                                .pid = j->pid,
+                        };
+
+                        if (j->kind != kind)
+                                continue;
+                        if (!j->member) {
+                                if (asprintf(&what, "%s %s", bundle_jit_kind_to_string(kind), strna(j->path)) < 0)
+                                        return -ENOMEM;
+                                r = decode_input_add_missing_jit(in, j->pid, j->addr, j->len, what,
+                                                                 j->missing_reason);
+                                if (r < 0)
+                                        return r;
+                                continue;
+                        }
+                        if (kind == BUNDLE_JIT_PERF_MAP) {
+                                void *data = NULL;
+                                size_t size = 0;
+
+                                r = bundle_reader_read_member(br, j->member, &data, &size, &error);
+                                if (r >= 0) {
+                                        r = decode_input_add_perf_map(in, j->pid, data, size);
+                                        free(data);
+                                }
+                        } else if (kind == BUNDLE_JIT_DUMP) {
+                                int fd = -EBADF;
+
+                                r = bundle_reader_member_memfd(br, j->member, &fd, &error);
+                                if (r >= 0)
+                                        r = decode_input_add_jitdump(in, j->pid, fd, j->member, &clk, &error);
+                        } else {
+                                r = member_image(br, j->member, &img, &error);
+                                if (r >= 0) {
+                                        /* perf names anonymous memory with a perf map
+                                         * after the map; so do we (symbols.c). */
+                                        img.name = strdup(j->path ?: "//anon");
+                                        r = img.name ? decode_input_add_image(in, &img) : -ENOMEM;
+                                }
+                                decode_image_done(&img);
+                        }
+                        if (r == -ENOMEM)
+                                return r;
+                        if (r < 0) {
+                                r = set_error(in, "JIT code unusable", j->member, &error);
+                                if (r < 0)
+                                        return r;
+                        }
+                }
+        return 0;
+}
+
 int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_error) {
         _cleanup_(bundle_reader_freep) BundleReader *br = NULL;
         _cleanup_(decode_input_freep) DecodeInput *in = NULL;
@@ -223,32 +293,9 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                         return r;
         }
 
-        for (size_t i = 0; i < m->n_jit; i++) {
-                const BundleJit *j = &m->jit[i];
-                _cleanup_free_ char *error = NULL;
-                DecodeImage img = {
-                        .fd = -EBADF,
-                        .kind = DECODE_IMAGE_RAW,
-                        .has_addr = true,
-                        .addr = j->addr,
-                        .has_pid = true,
-                        .pid = j->pid,
-                };
-
-                r = member_image(br, j->member, &img, &error);
-                if (r >= 0) {
-                        img.name = strdup(j->member);
-                        r = img.name ? decode_input_add_image(in, &img) : -ENOMEM;
-                }
-                decode_image_done(&img);
-                if (r == -ENOMEM)
-                        return r;
-                if (r < 0) {
-                        r = set_error(in, "JIT memory unusable", j->member, &error);
-                        if (r < 0)
-                                return r;
-                }
-        }
+        r = add_jit(in, br, m);
+        if (r < 0)
+                return r;
 
         if (m->cpuid.family > 0 && (!m->cpuid.vendor || streq(m->cpuid.vendor, "GenuineIntel"))) {
                 in->cpu_model = (DecodeCpuModel){

@@ -46,6 +46,7 @@ void decode_image_done(DecodeImage *img) {
                 return;
         free(img->path);
         free(img->name);
+        free(img->symbol);
         strv_free(img->match_paths);
         free(img->debug_path);
         safe_close(img->fd);
@@ -78,6 +79,14 @@ DecodeInput *decode_input_free(DecodeInput *in) {
                 free(m->reason);
         }
         free(in->missing);
+        DECODE_FOREACH(j, in->jit_symbols, in->n_jit_symbols)
+                free(j->name);
+        free(in->jit_symbols);
+        DECODE_FOREACH(j, in->missing_jit, in->n_missing_jit) {
+                free(j->what);
+                free(j->reason);
+        }
+        free(in->missing_jit);
         for (size_t i = 0; i < in->n_addr_filters; i++)
                 free(in->addr_filters[i].file);
         free(in->kallsyms);

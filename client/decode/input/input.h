@@ -27,6 +27,7 @@
 #define DECODE_MAX_TRACE_SIZE (UINT64_C(64) << 30)
 #define DECODE_MAX_SIDEBAND_SIZE (UINT64_C(4) << 30)
 #define DECODE_MAX_KALLSYMS_SIZE (UINT64_C(256) << 20)
+#define DECODE_MAX_JIT_SYMBOLS 4000000U
 
 typedef struct DecodeCpuTrace {
         uint32_t cpu;
@@ -69,6 +70,16 @@ typedef struct DecodeImage {
         uint64_t addr;
         bool has_pid;  /* only in this process's address space (JIT memory) */
         uint32_t pid;
+        /* Raw images: the bytes are [file_offset, file_offset + file_size)
+         * of the file (file_size 0: the whole file); several images may
+         * share one file (a jitdump's code loads). */
+        uint64_t file_offset, file_size;
+        /* JIT code with a time (a jitdump code load): in the address space
+         * in [time_start, time_end) only, perf time (time_end
+         * UINT64_MAX: for ever). */
+        bool has_time;
+        uint64_t time_start, time_end;
+        char *symbol;  /* the function these bytes are, from its start (a jitdump code load), or NULL */
         bool kernel;   /* kernel text (kcore-like ELF): placed at its own addresses everywhere */
         bool vdso;     /* captured vDSO: matches "[vdso]" mappings */
         /* Its separate debug file (symbols of local functions, lines), as
@@ -85,6 +96,22 @@ typedef struct DecodeMissingImage {
         char **paths;
         char *reason;
 } DecodeMissingImage;
+
+/* A function name from a perf map: [start, start + size) of pid. */
+typedef struct DecodeJitSymbol {
+        uint32_t pid;
+        uint64_t start, size;
+        char *name;
+        size_t line; /* later lines win where they overlap, as in perf */
+} DecodeJitSymbol;
+
+/* JIT memory the bundle lists but could not take (named in errors). */
+typedef struct DecodeMissingJit {
+        uint32_t pid;
+        uint64_t addr, len; /* 0/0 for a perf map or jitdump */
+        char *what;         /* "memory //anon", "jitdump /tmp/jit-1.dump" */
+        char *reason;
+} DecodeMissingJit;
 
 typedef struct DecodeCpuModel {
         bool known;
@@ -130,6 +157,10 @@ typedef struct DecodeInput {
         size_t n_images;
         DecodeMissingImage *missing;
         size_t n_missing;
+        DecodeJitSymbol *jit_symbols; /* sorted by pid, then start (decode_input_sort_jit_symbols()) */
+        size_t n_jit_symbols;
+        DecodeMissingJit *missing_jit;
+        size_t n_missing_jit;
 
         char *kallsyms; /* /proc/kallsyms text, NUL-terminated, or NULL */
         size_t kallsyms_size;
@@ -198,6 +229,29 @@ const DecodeCpuTrace *decode_input_find_cpu(const DecodeInput *in, uint32_t cpu)
 int decode_input_add_addr_filters(DecodeInput *in, const char *text, char **ret_error);
 
 void decode_image_done(DecodeImage *img);
+
+/* JIT code (client/decode/input/jit.c). How jitdump times become perf
+ * times: the TSC through the conversion (JITDUMP_FLAGS_ARCH_TIMESTAMP),
+ * CLOCK_MONOTONIC plus an offset; without either, loads keep their order
+ * but not their times. */
+typedef struct DecodeJitClock {
+        bool has_monotonic;
+        int64_t perf_minus_monotonic;
+} DecodeJitClock;
+/* The code loads and moves of pid's jitdump in the memory file fd (the
+ * input takes fd): one raw image each, timed (ptraced-bundle(5), "JIT
+ * code"). name: the member, for messages. -EBADMSG with *ret_error for a
+ * file that is no jitdump; records past a bad one are dropped with a note. */
+int decode_input_add_jitdump(DecodeInput *in, uint32_t pid, int fd, const char *name, const DecodeJitClock *clk,
+                             char **ret_error);
+/* The function names of a perf map of pid. */
+int decode_input_add_perf_map(DecodeInput *in, uint32_t pid, const void *data, size_t size);
+int decode_input_add_missing_jit(DecodeInput *in, uint32_t pid, uint64_t addr, uint64_t len, const char *what,
+                                 const char *reason);
+/* The perf-map name of pid's addr (the last line covering it), or NULL. */
+const DecodeJitSymbol *decode_input_jit_symbol(const DecodeInput *in, uint32_t pid, uint64_t addr);
+/* Whether pid has a perf map in the input. */
+bool decode_input_has_perf_map(const DecodeInput *in, uint32_t pid);
 
 /* Parse helpers shared by raw mode and tests. "6/85/4" */
 int decode_parse_cpu_model(const char *s, DecodeCpuModel *ret);

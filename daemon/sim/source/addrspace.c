@@ -83,7 +83,12 @@ static void sim_as_free(SimSource *s, SimAs *a) {
                 return;
         sim_as_retire(s, a->proc.as);
         for (size_t i = 0; i < a->n_images; i++)
-                a->images[i]->refs--;
+                /* JIT code is this address space's alone: it goes with it,
+                 * once no CPU's block cache can hold its blocks. */
+                if (--a->images[i]->refs == 0 && a->images[i]->jit) {
+                        sim_jit_image_forget(s, a->images[i]);
+                        grave_add(s, SIM_GRAVE_IMAGE, a->images[i]);
+                }
         free(a->images);
         free(a->keys);
         free(a);
@@ -383,6 +388,8 @@ int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, Si
         if (n_live > 0) {
                 _cleanup_free_ SimImage **imgs = calloc(n_live, sizeof *imgs);
                 SynthAddressSpace *as = NULL;
+                SimJitFunctions jit = {};
+                bool jit_read = false;
 
                 a->images = calloc(n_live, sizeof *a->images);
                 if (!imgs || !a->images) {
@@ -397,7 +404,7 @@ int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, Si
                 a->proc.as = as;
                 qsort(live, n_live, sizeof *live, map_load_order);
                 for (size_t i = 0; i < n_live; i++)
-                        imgs[i] = image_get(s, live[i], t);
+                        imgs[i] = live[i]->jit ? NULL : image_get(s, live[i], t);
                 /* Executables (no soname) first, then libraries. */
                 for (unsigned pass = 0; pass < 2; pass++)
                         for (size_t i = 0; i < n_live; i++) {
@@ -417,15 +424,44 @@ int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, Si
                                 img->refs++;
                                 a->images[a->n_images++] = img;
                         }
-                if (as->n_maps == 0) {
-                        synth_address_space_free(as);
-                        a->proc.as = NULL;
-                } else {
+                /* Bound before the JIT code is mapped, so that the binding
+                 * (per list of files) is found again at the next refresh. */
+                if (as->n_maps > 0) {
                         r = as_bind(s, as, t);
                         if (r < 0) {
                                 sim_as_free(s, a);
                                 return r;
                         }
+                }
+                /* JIT code, at its own addresses. */
+                for (size_t i = 0; i < n_live; i++) {
+                        SimImage *img;
+
+                        if (!live[i]->jit)
+                                continue;
+                        if (!jit_read) {
+                                jit_read = true;
+                                if (sim_jit_functions_read(pid, &jit) < 0)
+                                        jit = (SimJitFunctions){};
+                        }
+                        img = sim_jit_image(s, pid, live[i], &jit);
+                        if (!img)
+                                continue;
+                        if (synth_address_space_map(as, img->img, img->img->min_vaddr) < 0) {
+                                if (img->refs == 0) { /* new: no block can point into it yet */
+                                        sim_jit_image_forget(s, img);
+                                        sim_image_free(img);
+                                }
+                                continue;
+                        }
+                        img->refs++;
+                        a->images[a->n_images++] = img;
+                        a->valid_until = MIN(a->valid_until, MAX(t, a->valid_from) + SIM_JIT_REFRESH);
+                }
+                sim_jit_functions_free(&jit);
+                if (as->n_maps == 0) {
+                        synth_address_space_free(as);
+                        a->proc.as = NULL;
                 }
         }
         *ret = a;

@@ -44,6 +44,9 @@
  * this long before our record's time, so that its last TIP.PGE precedes
  * the recorder's record; the next run's first TIP.PGE comes after ours. */
 #define GUARD TICKS_US(100)
+/* An address space with JIT code is read again after this long: JIT code
+ * changes without any mapping changing. */
+#define SIM_JIT_REFRESH TICKS_US(100000)
 /* How far behind the PMU's clock the simulation runs: the records of a
  * run's end are in the rings before the run's trace must stop. */
 #define LAG (GUARD + TICKS_US(300))
@@ -101,6 +104,8 @@ typedef struct SimImage {
         uint64_t ino;
         unsigned refs; /* address-space versions mapping it */
         uint64_t last_used;
+        bool jit;      /* JIT code (jit.c): in SimSource.jit_images while mapped, not in the cache */
+        uint32_t pid;  /* JIT code: whose */
 } SimImage;
 
 /* A mapping span of the process model, as the walker takes it: an
@@ -113,6 +118,7 @@ typedef struct SimMap {
         uint64_t ino; /* 0: unknown */
         const uint8_t *build_id;
         size_t build_id_size;
+        bool jit; /* executable anonymous or memfd memory: JIT code (jit.c) */
 } SimMap;
 
 /* Which spans of the model an address space was built from. */
@@ -310,6 +316,8 @@ struct SimSource {
         pthread_mutex_t lock;
         SimImage **images;
         size_t n_images;
+        SimImage **jit_images; /* JIT code mapped by some address space (jit.c) */
+        size_t n_jit_images;
         SimBinding *bindings[BINDINGS_MAX];
         size_t n_bindings;
         ProcMap *procmap; /* the process model, fed from our rings and /proc */
@@ -365,6 +373,20 @@ void sim_binding_free(SimBinding *b);
 void sim_image_evict(SimSource *s);
 int sim_as_build(SimSource *s, uint32_t pid, const SimMaps *maps, uint64_t t, SimAs **ret);
 void sim_as_unref(SimSource *s, SimAs *a);
+
+/* jit.c */
+typedef struct SimJitFunctions {
+        SynthSymbol *v; /* names owned */
+        size_t n;
+} SimJitFunctions;
+int sim_jit_functions_read(uint32_t pid, SimJitFunctions *ret);
+void sim_jit_functions_free(SimJitFunctions *f);
+/* The JIT code of m as it is now: the image an address space maps already
+ * when the bytes and functions are the same (no new image id, no block
+ * cache thrown away at each refresh), else a new one, listed. Lock held. */
+SimImage *sim_jit_image(SimSource *s, uint32_t pid, const SimMap *m, const SimJitFunctions *f);
+/* An image of sim_jit_image() no address space maps any more. Lock held. */
+void sim_jit_image_forget(SimSource *s, SimImage *i);
 
 /* versions.c */
 void sim_maps_done(SimMaps *m);

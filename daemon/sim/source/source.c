@@ -179,6 +179,7 @@ static void source_free(SimTraceSource *base) {
                 sim_binding_free(s->bindings[i]);
         for (size_t i = 0; i < s->n_images; i++)
                 sim_image_free(s->images[i]);
+        free(s->jit_images); /* the images go with their address spaces */
         free(s->images);
         free(s->cpus);
         synth_address_plan_done(&s->syn_plan);

@@ -73,11 +73,15 @@ typedef struct MapsQuery {
         SimMaps *out;
 } MapsQuery;
 
-/* What the walker can take: ELF files. The model keeps the vDSO and
- * anonymous code too (a decoder reads them from the bundle); they bound
- * nothing here. */
+/* What the walker can take: ELF files, and JIT code (anonymous or memfd
+ * memory, read from the process: jit.c). The model keeps the vDSO too (a
+ * decoder reads it from the bundle); it bounds nothing here. */
+static bool span_jit(const ModelMappingSpan *x) {
+        return x->kind == MODEL_IMAGE_ANON || (x->kind == MODEL_IMAGE_FILE && startswith(x->path, "/memfd:"));
+}
+
 static bool span_traced(const ModelMappingSpan *x) {
-        return x->kind == MODEL_IMAGE_FILE && x->path[1] != '/' && x->time_end > x->time_start;
+        return ((x->kind == MODEL_IMAGE_FILE && x->path[1] != '/') || span_jit(x)) && x->time_end > x->time_start;
 }
 
 static int maps_add(const ModelMappingSpan *x, void *userdata) {
@@ -114,6 +118,7 @@ static int maps_add(const ModelMappingSpan *x, void *userdata) {
                 .ino = x->ino,
                 .build_id = x->build_id,
                 .build_id_size = x->build_id_size,
+                .jit = span_jit(x),
         };
         return 0;
 }

@@ -421,6 +421,15 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
         b->target_exec =
                 (b->kind == SYNTH_END_JCC || b->kind == SYNTH_END_JMP || b->kind == SYNTH_END_CALL) &&
                 synth_image_exec_segment(img, b->target);
+        /* A direct call or jump to where its file has no code is dead code
+         * (a relaxed TLS call to address 0 behind a branch that always
+         * skips it, in node): taken, it would fault at its target, a FUP
+         * to an address with no code (0 there), which stock perf cannot
+         * walk to (intel_pt_walk_insn() takes a target IP of 0 for none)
+         * and then resyncs without its return stack. The walk ends before
+         * it instead, and a conditional branch around it goes around. */
+        if ((b->kind == SYNTH_END_CALL || b->kind == SYNTH_END_JMP) && !b->target_exec)
+                b->kind = SYNTH_END_BAD;
         b->backward = b->target <= b->start;
 
         b->insn_off = arena_alloc(&c->data, b->n_insns * sizeof *b->insn_off);

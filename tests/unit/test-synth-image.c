@@ -246,7 +246,8 @@ static void test_walk(void) {
 
 /* AMD's own extensions end a block as a bad instruction: an Intel CPU
  * raises #UD there, so no Intel PT trace runs through one (glibc's libm
- * has FMA4 variants chosen on AMD only). The instructions before it run. */
+ * has FMA4 variants chosen on AMD only). The instructions before it run.
+ * So does a direct call to where the file has no code. */
 static void test_amd_only(void) {
         static const struct {
                 const char *what;
@@ -278,6 +279,20 @@ static void test_amd_only(void) {
         ASSERT_NOT_NULL(b);
         ASSERT_EQ(b->kind, SYNTH_END_RET);
         synth_block_cache_done(&cache);
+
+        /* A direct call to where the file has no code is dead code: the
+         * walk ends before it. */
+        {
+                static const uint8_t nowhere[] = {0x90, 0xe8, 0x00, 0x00, 0xf0, 0x7f};
+
+                ASSERT_OK(synth_image_poke(img, a, nowhere, sizeof nowhere));
+                ASSERT_OK(synth_block_cache_init(&cache));
+                b = synth_block_get(&cache, img, a);
+                ASSERT_NOT_NULL(b);
+                ASSERT_EQ(b->kind, SYNTH_END_BAD);
+                ASSERT_EQ_U64(synth_block_last(b), a + 1);
+                synth_block_cache_done(&cache);
+        }
 
         for (size_t i = 0; i < ELEMENTSOF(amd); i++) {
                 ASSERT_OK(synth_image_poke(img, a, &nop, 1));

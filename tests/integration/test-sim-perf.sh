@@ -24,6 +24,8 @@
 # perf: on a loaded machine a producer thread can fall behind its CPU's
 # switches (test-sim-source-decode.sh says how); such a snapshot is shown
 # and another taken, up to six. Two clean snapshots are compared.
+#
+# PTRACED_TEST_KEEP=DIR keeps a bundle perf and ptctl disagree on there.
 set -euo pipefail
 build=$1
 ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
@@ -91,6 +93,11 @@ perf_branches() {
         }' "$1" | sed -E 's/0x0+([0-9a-f])/0x\1/g' > "$2"
 }
 
+disagree() { # BUNDLE MESSAGE
+    [ -n "${PTRACED_TEST_KEEP:-}" ] && cp "$1" "$PTRACED_TEST_KEEP/" && echo "kept in $PTRACED_TEST_KEEP" >&2
+    fail "$2"
+}
+
 compare() { # BUNDLE
     local b=$1 d=$tmp/perf c
     rm -rf "$d"
@@ -105,7 +112,7 @@ compare() { # BUNDLE
     if [ "$errors" -gt 0 ]; then
         echo "perf's errors ($errors) where ptctl decode has none:" >&2
         grep -m5 -B6 '^ERROR' "$tmp/perf.br" >&2 || true
-        fail "perf script reported $errors errors on $(basename "$b")"
+        disagree "$b" "perf script reported $errors errors on $(basename "$b")"
     fi
     for c in $(awk '{ print $1 }' "$tmp/ptctl.br" "$tmp/perf.br" | sort -un); do
         awk -v c="$c" '$1 == c' "$tmp/perf.br" > "$tmp/perf.$c"
@@ -113,7 +120,7 @@ compare() { # BUNDLE
         if ! cmp -s "$tmp/perf.$c" "$tmp/ptctl.$c"; then
             echo "CPU $c: perf (<) and ptctl decode (>) part ways:" >&2
             diff "$tmp/perf.$c" "$tmp/ptctl.$c" | head -n 20 >&2 || true
-            fail "perf and ptctl give different branches on CPU $c of $(basename "$b")"
+            disagree "$b" "perf and ptctl give different branches on CPU $c of $(basename "$b")"
         fi
     done
     echo "$(basename "$b"): $(wc -l < "$tmp/ptctl.br") branches on $(awk '{ print $1 }' "$tmp/ptctl.br" | sort -u | wc -l) CPUs, perf: 0 errors, the same branches"

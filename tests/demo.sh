@@ -89,9 +89,20 @@ ls -l "$demo/trace.perfetto-trace"
 step "Stock perf reads it too"
 run "$ptctl" export --perf "$bundle" "$demo/perf"
 if command -v perf >/dev/null; then
-    run perf script -i "$demo/perf" --symfs "$demo/perf/symfs" --itrace=b -F cpu,tid,ip,sym,addr \
-        > "$demo/perf-script.txt" 2>/dev/null || true
+    # --itrace=be: branches and decoder errors, which perf prints among the
+    # branches ("instruction trace error"); its own complaints go to
+    # perf-script.err. Both are counted, not hidden.
+    rc=0
+    run perf script -i "$demo/perf" --symfs "$demo/perf/symfs" --itrace=be -F cpu,tid,ip,sym,addr \
+        > "$demo/perf-script.txt" 2> "$demo/perf-script.err" || rc=$?
     head -n 10 "$demo/perf-script.txt"
+    echo "perf: $(grep -vc 'instruction trace error' "$demo/perf-script.txt" || true) branches," \
+         "$(grep -c 'instruction trace error' "$demo/perf-script.txt" || true) decoder errors" \
+         "(ptctl decode: $("$ptctl" decode "$bundle" --format=summary 2>/dev/null | sed -n 's/^total:.* \([0-9][0-9]*\) errors.*/\1/p') errors)"
+    if [ "$rc" -ne 0 ] || [ -s "$demo/perf-script.err" ]; then
+        echo "perf script exited with $rc and said (in $demo/perf-script.err):"
+        sed 's/^/  /' "$demo/perf-script.err" | head -n 10
+    fi
 fi
 
 step "Stop"

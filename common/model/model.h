@@ -214,8 +214,11 @@ typedef struct ModelObservedProcess {
  * added or ended) or negative errno. model_reconcile_end() with `complete`
  * (every process was looked at) ends every process not seen and returns
  * the changes of the whole reconciliation; without, it changes nothing
- * more and returns 0.
+ * more and returns 0. A pid above MODEL_PID_MAX_LIMIT is never ended for
+ * not being seen: no Linux kernel gives one, so it was not /proc's to show
+ * (the emulated PMU's synthetic processes, whose side-band is injected).
  */
+#define MODEL_PID_MAX_LIMIT (UINT32_C(1) << 22) /* PID_MAX_LIMIT, include/linux/threads.h (64-bit) */
 void model_reconcile_begin(Model *m);
 int model_reconcile_process(Model *m, const ModelObservedProcess *o, uint64_t time);
 int model_reconcile_end(Model *m, uint64_t time, bool complete);

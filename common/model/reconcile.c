@@ -222,7 +222,7 @@ int model_reconcile_end(Model *m, uint64_t time, bool complete) {
         /* Whatever is current and was not seen has exited. */
         for (size_t b = 0; b < m->n_buckets; b++)
                 for (Process *p = m->buckets[b]; p; p = p->hash_next)
-                        if (p->end == INF && p->scan_gen != m->scan_gen) {
+                        if (p->end == INF && p->scan_gen != m->scan_gen && p->pid <= MODEL_PID_MAX_LIMIT) {
                                 process_end(m, p, time, true);
                                 changes++;
                         }

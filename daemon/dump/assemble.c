@@ -157,7 +157,13 @@ static bool image_known(const DumpJob *j, const char *path, const uint8_t *id, s
                                 return true;
                         continue;
                 }
-                if (id_size > 0 && d->build_id_size == id_size && memcmp(d->build_id, id, id_size) == 0)
+                /* One file under two paths (a copy, a hard link) is one
+                 * image, but each path is kept: stock perf finds a file by
+                 * the path its MMAP2 names (under --symfs), so the bundle
+                 * lists every path (bundle_images_add_file() adds it to the
+                 * image of that build-id). */
+                if (id_size > 0 && d->build_id_size == id_size && memcmp(d->build_id, id, id_size) == 0 &&
+                    streq(d->path, path))
                         return true;
                 if (id_size == 0 && d->build_id_size == 0 && streq(d->path, path))
                         return true;

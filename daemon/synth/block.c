@@ -150,6 +150,30 @@ static bool is_never(ZydisMnemonic m) {
         }
 }
 
+/* Instructions of AMD's own extensions: an Intel CPU, the only kind with
+ * Intel PT, raises #UD on them, so no trace reaches one. Real libraries
+ * carry them behind CPUID checks (glibc's libm has FMA4 variants of its
+ * functions, chosen by ifunc on AMD only), and a walk that starts in such
+ * a function on the host's files would produce trace no Intel CPU writes;
+ * stock perf's instruction decoder (intel_pt_get_insn() over the kernel's
+ * x86 opcode map) does not know them and stops there with "Failed to get
+ * instruction". */
+static bool is_amd_only(ZydisISAExt ext) {
+        switch (ext) {
+        case ZYDIS_ISA_EXT_FMA4:
+        case ZYDIS_ISA_EXT_XOP:
+        case ZYDIS_ISA_EXT_TBM:
+        case ZYDIS_ISA_EXT_SSE4A:
+        case ZYDIS_ISA_EXT_AMD3DNOW:
+        case ZYDIS_ISA_EXT_CLZERO:
+        case ZYDIS_ISA_EXT_RDPRU:
+        case ZYDIS_ISA_EXT_MCOMMIT:
+                return true;
+        default:
+                return false;
+        }
+}
+
 static const ZydisDecodedOperand *first_visible(const ZydisDecodedInstruction *insn,
                                                 const ZydisDecodedOperand *ops) {
         return insn->operand_count_visible > 0 ? &ops[0] : NULL;
@@ -285,7 +309,7 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
                 b->last_len = insn.length;
                 op = first_visible(&insn, ops);
 
-                if (is_never(insn.mnemonic) ||
+                if (is_never(insn.mnemonic) || is_amd_only(insn.meta.isa_ext) ||
                     (!img->kernel && (insn.attributes & ZYDIS_ATTRIB_IS_PRIVILEGED)) ||
                     insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR) {
                         b->kind = SYNTH_END_BAD;
@@ -397,6 +421,15 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
         b->target_exec =
                 (b->kind == SYNTH_END_JCC || b->kind == SYNTH_END_JMP || b->kind == SYNTH_END_CALL) &&
                 synth_image_exec_segment(img, b->target);
+        /* A direct call or jump to where its file has no code is dead code
+         * (a relaxed TLS call to address 0 behind a branch that always
+         * skips it, in node): taken, it would fault at its target, a FUP
+         * to an address with no code (0 there), which stock perf cannot
+         * walk to (intel_pt_walk_insn() takes a target IP of 0 for none)
+         * and then resyncs without its return stack. The walk ends before
+         * it instead, and a conditional branch around it goes around. */
+        if ((b->kind == SYNTH_END_CALL || b->kind == SYNTH_END_JMP) && !b->target_exec)
+                b->kind = SYNTH_END_BAD;
         b->backward = b->target <= b->start;
 
         b->insn_off = arena_alloc(&c->data, b->n_insns * sizeof *b->insn_off);

@@ -274,8 +274,21 @@ static int emit_ip(SynthPktGen *g, enum pt_packet_type type, uint64_t ip, bool s
         return emit(g, &p);
 }
 
+/* A return that is not compressed empties the return-compression stack.
+ * The SDM leaves open what such a return does to the stack, and the two
+ * decoders of record differ: perf pops its stack at every RET
+ * (intel_pt_walk_insn() in tools/perf/util/intel-pt-decoder/), libipt
+ * only at a compressed one (pt_blk_proceed_one_insn(), pt_insn_proceed()).
+ * After an uncompressed RET with calls still on the stack (a thread
+ * switched in over another thread's calls, a walk restarted elsewhere) a
+ * later compressed RET would mean different targets to the two. Hardware
+ * need not compress any return, so compressing none against a call older
+ * than an uncompressed RET keeps the trace valid, and the same, under
+ * both. */
 int synth_pkt_ret_tip(SynthPktGen *g, uint64_t target) {
         int r = synth_pkt_tip(g, target);
+
+        retstack_clear(g);
 
         return r < 0 ? r : 0;
 }

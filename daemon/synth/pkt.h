@@ -15,9 +15,11 @@
  *     used, now and then another valid one, so every form occurs;
  *   - the return-compression stack: 64 entries, push on every call that is
  *     not to the next instruction, a RET is a taken TNT bit only when its
- *     target is the stack's top (then popped), a TIP otherwise; cleared at
- *     PSB and OVF so that a decoder starting at any PSB never sees a
- *     compressed return it cannot resolve;
+ *     target is the stack's top (then popped), a TIP otherwise, which
+ *     empties the stack (perf and libipt pop differently there:
+ *     synth_pkt_ret_tip()); cleared at PSB and OVF so that a decoder
+ *     starting at any PSB never sees a compressed return it cannot
+ *     resolve;
  *   - time: TSC, the core clock through CBR (TSC ticks per core cycle =
  *     nominal ratio / CBR), the crystal clock (CTC = TSC / (CPUID.15H
  *     EBX/EAX)) for MTC whenever bit mtc_freq of CTC toggles, and core

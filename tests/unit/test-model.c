@@ -907,6 +907,19 @@ static void test_reconcile(void) {
         ASSERT_EQ(model_reconcile_end(m, 300, true), 1);
         model_get_stats(m, &st);
         ASSERT_EQ(st.processes_dead, 1);
+
+        /* A pid no kernel gives (the emulated PMU's synthetic processes)
+         * is not /proc's to show: not seeing it ends nothing. */
+        o.pid = UINT32_C(0x40000001);
+        model_reconcile_begin(m);
+        ASSERT_TRUE(model_reconcile_process(m, &o, 400) > 0);
+        ASSERT_TRUE(model_reconcile_end(m, 400, true) > 0);
+        model_reconcile_begin(m);
+        ASSERT_EQ(model_reconcile_end(m, 500, true), 0);
+        synth(m, 450, 550);
+        ASSERT_EQ(count(PERF_RECORD_EXIT, UINT32_C(0x40000001)), 0);
+        model_get_stats(m, &st);
+        ASSERT_EQ(st.processes_dead, 1);
 }
 
 RUN_TESTS(TEST(test_fork_exec_mmap_exit), TEST(test_threads), TEST(test_overlapping_mmaps),

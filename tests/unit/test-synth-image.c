@@ -244,5 +244,68 @@ static void test_walk(void) {
         synth_image_set_done(&set);
 }
 
+/* AMD's own extensions end a block as a bad instruction: an Intel CPU
+ * raises #UD there, so no Intel PT trace runs through one (glibc's libm
+ * has FMA4 variants chosen on AMD only). The instructions before it run.
+ * So does a direct call to where the file has no code. */
+static void test_amd_only(void) {
+        static const struct {
+                const char *what;
+                uint8_t bytes[8];
+                size_t n;
+        } amd[] = {
+                {"FMA4 vfmaddsd", {0xc4, 0xe3, 0xf9, 0x6b, 0xc2, 0x10}, 6},
+                {"XOP vprotd", {0x8f, 0xe9, 0x78, 0x92, 0xc1}, 5},
+                {"SSE4a extrq", {0x66, 0x0f, 0x79, 0xc1}, 4},
+                {"3DNow! pfadd", {0x0f, 0x0f, 0xc1, 0x9e}, 4},
+        };
+        /* vfmadd213sd (FMA3, which Intel has) and a ret: a good block. */
+        static const uint8_t fma3[] = {0xc4, 0xe2, 0xf1, 0xa9, 0xc2, 0xc3};
+        static const uint8_t nop = 0x90;
+        _cleanup_(synth_image_unrefp) SynthImage *img = NULL;
+        _cleanup_free_ char *error = NULL;
+        SynthBlockCache cache;
+        SynthBlock *b;
+        uint64_t a;
+
+        ASSERT_OK(synth_image_load(pick_exe(), false, &img, &error));
+        ASSERT_TRUE(img->n_funcs > 0);
+        a = img->funcs[img->n_funcs / 2];
+        ASSERT_TRUE(synth_image_function_end(img, a) >= a + 16);
+
+        ASSERT_OK(synth_image_poke(img, a, fma3, sizeof fma3));
+        ASSERT_OK(synth_block_cache_init(&cache));
+        b = synth_block_get(&cache, img, a);
+        ASSERT_NOT_NULL(b);
+        ASSERT_EQ(b->kind, SYNTH_END_RET);
+        synth_block_cache_done(&cache);
+
+        /* A direct call to where the file has no code is dead code: the
+         * walk ends before it. */
+        {
+                static const uint8_t nowhere[] = {0x90, 0xe8, 0x00, 0x00, 0xf0, 0x7f};
+
+                ASSERT_OK(synth_image_poke(img, a, nowhere, sizeof nowhere));
+                ASSERT_OK(synth_block_cache_init(&cache));
+                b = synth_block_get(&cache, img, a);
+                ASSERT_NOT_NULL(b);
+                ASSERT_EQ(b->kind, SYNTH_END_BAD);
+                ASSERT_EQ_U64(synth_block_last(b), a + 1);
+                synth_block_cache_done(&cache);
+        }
+
+        for (size_t i = 0; i < ELEMENTSOF(amd); i++) {
+                ASSERT_OK(synth_image_poke(img, a, &nop, 1));
+                ASSERT_OK(synth_image_poke(img, a + 1, amd[i].bytes, amd[i].n));
+                ASSERT_OK(synth_block_cache_init(&cache));
+                b = synth_block_get(&cache, img, a);
+                ASSERT_NOT_NULL(b);
+                if (b->kind != SYNTH_END_BAD || synth_block_last(b) != a + 1)
+                        test_fail("%s: block kind %d, last instruction at +%" PRIu64, amd[i].what, (int) b->kind,
+                                  synth_block_last(b) - a);
+                synth_block_cache_done(&cache);
+        }
+}
+
 RUN_TESTS(TEST(test_load_exe), TEST(test_load_errors), TEST(test_loader), TEST(test_kernel),
-          TEST(test_blocks), TEST(test_walk));
+          TEST(test_blocks), TEST(test_walk), TEST(test_amd_only));

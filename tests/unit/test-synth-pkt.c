@@ -317,4 +317,25 @@ static void test_cyc(void) {
         synth_pkt_done(&g);
 }
 
-RUN_TESTS(TEST(test_ip_compression), TEST(test_ret_compression), TEST(test_psb_timing_ovf), TEST(test_cyc));
+/* An uncompressed return empties the stack: perf pops its stack at every
+ * return, libipt only at compressed ones, so a return compressed against
+ * a call older than an uncompressed one would mean 0x402005 to libipt and
+ * 0x401005 to perf. Calls after it compress again. */
+static void test_ret_after_tip(void) {
+        _cleanup_buffer_ Buffer out = BUFFER_NULL;
+        SynthPktGen g;
+
+        gen_init(&g, &out, true);
+        ASSERT_OK(synth_pkt_psb(&g, &(SynthPsbState){.enabled = true, .ip = 0x401000}, NULL));
+        synth_pkt_call(&g, 0x401005);
+        synth_pkt_call(&g, 0x402005);
+        ASSERT_EQ(synth_pkt_ret(&g, 0x409999), 0);
+        ASSERT_EQ(synth_pkt_ret(&g, 0x402005), 0);
+        ASSERT_EQ(synth_pkt_ret(&g, 0x401005), 0);
+        synth_pkt_call(&g, 0x403005);
+        ASSERT_EQ(synth_pkt_ret(&g, 0x403005), 1);
+        synth_pkt_flush(&g);
+        synth_pkt_done(&g);
+}
+
+RUN_TESTS(TEST(test_ip_compression), TEST(test_ret_compression), TEST(test_ret_after_tip), TEST(test_psb_timing_ovf), TEST(test_cyc));

@@ -324,13 +324,18 @@ typedef struct SidebandStats {
 } SidebandStats;
 
 /* The injected records parse, are in time order, and name synthetic pids;
- * their executable mappings go into `image` (the synthetic processes'
- * addresses are unique across the machine, so one image serves). */
+ * a dying task's EXIT comes right before its last switch-out, which has no
+ * preempt flag (Linux: perf_event_exit_task() in do_exit(), then
+ * __schedule() from do_task_dead()); their executable mappings go into
+ * `image` (the synthetic processes' addresses are unique across the
+ * machine, so one image serves). */
 static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image, SidebandStats *st) {
         PerfRecordStream s;
         const void *rec;
         size_t size;
         int k;
+
+        uint32_t exited_tid = 0;
 
         *st = (SidebandStats){};
         perf_record_stream_init(&s, b->data, b->size);
@@ -338,6 +343,13 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                 PerfRecord r;
 
                 ASSERT_OK(perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r));
+                if (exited_tid != 0) {
+                        if (r.type != PERF_RECORD_SWITCH_CPU_WIDE || !r.switch_.out || r.switch_.preempt ||
+                            r.sid.tid != exited_tid)
+                                test_fail("CPU %u: EXIT of %" PRIu32 " not followed by its switch-out (record "
+                                          "type %u)", cpu, exited_tid, r.type);
+                        exited_tid = 0;
+                }
                 ASSERT_TRUE(r.has_sample_id);
                 ASSERT_EQ(r.sid.cpu, cpu);
                 ASSERT_TRUE(r.sid.time >= st->last_time);
@@ -350,6 +362,7 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                         break;
                 case PERF_RECORD_EXIT:
                         st->exits++;
+                        exited_tid = r.exit.tid;
                         break;
                 case PERF_RECORD_COMM:
                         st->comms++;
@@ -1019,6 +1032,23 @@ static void test_cost(void) {
         rig_done(&r);
 }
 
-RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_small_pieces),
-          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu), TEST(test_real_cpu_leader_gone),
-          TEST(test_version_end_unannounced), TEST(test_cost));
+/* Long enough for the first synthetic processes to end (they live 0.2-2
+ * s): every EXIT comes right before its task's last switch-out
+ * (check_sideband()), as Linux writes them. */
+static void test_synthetic_exits(void) {
+        unsigned real = n_real_cpus();
+        SidebandStats sb;
+        Rig r;
+
+        require_root();
+        rig_init(&r, real + 1, real, RATE);
+        rig_run(&r, 2500, PIECE);
+        check_sideband(&r.sideband, real, NULL, &sb);
+        printf("synthetic CPU: %" PRIu64 " exits, %" PRIu64 " switches\n", sb.exits, sb.switches);
+        ASSERT_TRUE(sb.exits > 0);
+        rig_done(&r);
+}
+
+RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_synthetic_exits), TEST(test_small_pieces),
+          TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu),
+          TEST(test_real_cpu_leader_gone), TEST(test_version_end_unannounced), TEST(test_cost));

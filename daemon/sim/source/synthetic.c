@@ -274,11 +274,12 @@ void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t
         ft = syn_task(from);
         so = syn_sid(c, syn_pid(from), syn_tid(from), tsc);
         si = syn_sid(c, syn_pid(to), syn_tid(to), tsc);
-        r = perf_record_append_switch_cpu_wide(&b, true, ft && !(ft->exit_at <= tsc), syn_pid(to),
-                                               syn_tid(to), &so);
-        if (r >= 0)
-                r = syn_inject(s, c, &b);
-        if (r >= 0 && ft && ft->exit_at <= tsc) {
+        r = 0;
+        /* A dying task's EXIT comes before its last switch-out, as Linux
+         * writes them: perf_event_exit_task() in do_exit(), then
+         * perf_event_task_sched_out() from do_task_dead()'s __schedule(),
+         * without the preempt flag (the task is off the run queue). */
+        if (ft && ft->exit_at <= tsc) {
                 r = perf_record_append_fork(&b, PERF_RECORD_EXIT, syn_pid(from),
                                             ft->leader ? 1 : syn_pid(from), syn_tid(from), ft->ptid, so.time,
                                             &so);
@@ -286,6 +287,11 @@ void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t
                         r = syn_inject(s, c, &b);
                 ft->exited = true;
         }
+        if (r >= 0)
+                r = perf_record_append_switch_cpu_wide(&b, true, ft && !ft->exited, syn_pid(to), syn_tid(to),
+                                                       &so);
+        if (r >= 0)
+                r = syn_inject(s, c, &b);
         if (r >= 0)
                 r = perf_record_append_switch_cpu_wide(&b, false, false, syn_pid(from), syn_tid(from), &si);
         if (r >= 0)

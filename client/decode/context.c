@@ -75,6 +75,16 @@ static int add_run(DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t pid,
 
         if (!c)
                 return -ENOMEM;
+        /* Linux writes a switch as two records (perf_event_switch() from
+         * perf_event_task_sched_out(), then from perf_event_task_sched_in()):
+         * the out record names the next thread, the in record, a little
+         * later, names it again. That is one run, not two: switch_ip mode
+         * steps through runs one __switch_to at a time. */
+        if (c->n_runs > 0 && c->runs[c->n_runs - 1].tid == tid && c->runs[c->n_runs - 1].pid == pid) {
+                if (c->runs[c->n_runs - 1].switched_in == 0 && time > c->runs[c->n_runs - 1].time)
+                        c->runs[c->n_runs - 1].switched_in = time;
+                return 0;
+        }
         if (c->n_runs == c->allocated) {
                 size_t n = c->allocated ? c->allocated * 2 : 64;
                 DecodeRun *r = reallocarray(c->runs, n, sizeof(DecodeRun));
@@ -455,6 +465,26 @@ uint64_t decode_context_aux_flags(const DecodeContext *ctx, uint32_t cpu, uint64
         if (c->aux_collision_at > 0 && c->aux_collision_at >= since)
                 f |= PERF_AUX_FLAG_COLLISION;
         return f;
+}
+
+bool decode_context_in_switch(const DecodeContext *ctx, uint32_t cpu, uint64_t time) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+        size_t lo = 0, hi;
+
+        if (!c || c->n_runs == 0)
+                return false;
+        /* The last run that began at or before time. */
+        hi = c->n_runs;
+        while (lo < hi) {
+                size_t mid = lo + (hi - lo) / 2;
+                if (c->runs[mid].time <= time)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        if (lo == 0)
+                return false;
+        return c->runs[lo - 1].switched_in > time;
 }
 
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu) {

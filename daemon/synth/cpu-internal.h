@@ -91,6 +91,8 @@ SynthFrame *synth_cpu_frame_top(SynthThread *t);
 int synth_cpu_maybe_overflow(SynthCpu *c);
 int synth_cpu_pge(SynthCpu *c, uint64_t ip);
 int synth_cpu_switch_done(SynthCpu *c, SynthThread *next);
+int synth_cpu_sched_out(SynthCpu *c);
+void synth_cpu_sched_in(SynthCpu *c);
 
 /* cpu-kernel.c */
 int synth_cpu_tsx_begin(SynthCpu *c);

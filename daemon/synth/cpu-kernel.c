@@ -197,6 +197,7 @@ int synth_cpu_leave_kernel(SynthCpu *c, SynthTruthKind kind, uint64_t from) {
         SynthFrame f = t->frames[--t->n_frames];
         int r = 0;
 
+        synth_cpu_sched_in(c); /* a walk that left before finish_task_switch() */
         if (f.ret_mode == SYNTH_MODE_USER) {
                 t->mode = SYNTH_MODE_USER;
                 synth_walker_jump(&t->uw, f.ret_ip);
@@ -299,7 +300,9 @@ int synth_cpu_restart_kernel(SynthCpu *c, uint64_t at) {
                 if (r < 0)
                         return r;
                 t = c->cur;
+                synth_cpu_sched_in(c);
         } else {
+                synth_cpu_sched_in(c); /* finish_task_switch() would have come in there */
                 while (t->n_frames > 0 && t->frames[t->n_frames - 1].ret_mode == SYNTH_MODE_KERNEL)
                         t->n_frames--;
                 if (t->n_frames > 0) {

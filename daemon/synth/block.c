@@ -111,6 +111,25 @@ static bool is_jcc(ZydisMnemonic m) {
         }
 }
 
+/* Extensions only AMD CPUs have: on the Intel CPU a bundle claims they
+ * raise #UD, so a program never runs them there (glibc's ifuncs pick
+ * other code; libm has FMA4 variants). Stock perf's instruction decoder
+ * does not know FMA4 or XOP either ("Failed to get instruction"). */
+static bool is_amd_only(const ZydisDecodedInstruction *insn) {
+        switch (insn->meta.isa_ext) {
+        case ZYDIS_ISA_EXT_AMD3DNOW:
+        case ZYDIS_ISA_EXT_CLZERO:
+        case ZYDIS_ISA_EXT_FMA4:
+        case ZYDIS_ISA_EXT_SSE4A:
+        case ZYDIS_ISA_EXT_SVM:
+        case ZYDIS_ISA_EXT_TBM:
+        case ZYDIS_ISA_EXT_XOP:
+                return true;
+        default:
+                return false;
+        }
+}
+
 /* Instructions a walk never executes: they trap, halt, leave through a
  * far transfer we do not model, or start transactional execution that
  * the trace would have to show (MODE.TSX is synthesized separately). */
@@ -285,7 +304,7 @@ static void decode_block(SynthBlockCache *c, SynthBlock *b) {
                 b->last_len = insn.length;
                 op = first_visible(&insn, ops);
 
-                if (is_never(insn.mnemonic) ||
+                if (is_never(insn.mnemonic) || is_amd_only(&insn) ||
                     (!img->kernel && (insn.attributes & ZYDIS_ATTRIB_IS_PRIVILEGED)) ||
                     insn.meta.branch_type == ZYDIS_BRANCH_TYPE_FAR) {
                         b->kind = SYNTH_END_BAD;

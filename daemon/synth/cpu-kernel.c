@@ -102,6 +102,9 @@ int synth_cpu_enter_kernel(SynthCpu *c, SynthFrameKind kind, uint64_t handler) {
                         return r;
         }
         ip = walker(t)->ip;
+        r = advance_cycles(c, SYNTH_COST_EXCEPTION);
+        if (r < 0)
+                return r;
         r = synth_cpu_frame_push(t, (SynthFrame){
                                             .kind = kind,
                                             .ret_mode = from,
@@ -157,6 +160,11 @@ int synth_cpu_deliver_ipi(SynthCpu *c) {
                         return 0;
         }
         r = synth_cpu_enter_kernel(c, SYNTH_FRAME_IPI, c->kernel->reschedule_ipi);
+        /* Linux's way from the interrupt to the switch (irqentry, the
+         * scheduler's bookkeeping, pick_next_task()) is longer than the
+         * kernel-like image's: its time passes here. */
+        if (r >= 0)
+                r = advance_cycles(c, SYNTH_COST_RESCHEDULE);
         return r;
 }
 

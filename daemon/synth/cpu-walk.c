@@ -114,7 +114,7 @@ static int do_step(SynthCpu *c) {
         if (r < 0)
                 return r;
         c->stats.steps++;
-        r = advance_cycles(c, s.n_insns + 1);
+        r = advance_cycles(c, s.n_insns + 1 + synth_cpu_insn_cost(s.kind));
         if (r < 0)
                 return r;
 

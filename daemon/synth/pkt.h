@@ -173,6 +173,13 @@ static inline int synth_pkt_ret(SynthPktGen *g, uint64_t target) {
                 r = synth_pkt_tnt(g, true);
                 return r < 0 ? r : 1;
         }
+        /* A RET that does not return to the top call leaves no call on the
+         * stack that a later RET could be compressed against. The one
+         * model both Intel decoders follow: libipt pops only at compressed
+         * RETs, perf at every RET (intel_pt_walk_insn()); with calls left
+         * on the stack they would part at the next compressed RET
+         * (tests/ptsynth/TRUTH.md, "Side-band" and R11). */
+        g->ret_n = 0;
         return synth_pkt_ret_tip(g, target);
 }
 int synth_pkt_tip(SynthPktGen *g, uint64_t ip);

@@ -148,6 +148,15 @@ static void test_serial_state(void) {
         tb_done(&t);
 }
 
+/* What the decoder's filter says (decode.c: a PSB inside a switch). */
+static bool refuse_2000(void *userdata, size_t cpu_index, uint64_t tsc) {
+        size_t *calls = userdata;
+
+        ASSERT_EQ(cpu_index, 0);
+        (*calls)++;
+        return tsc == 2000;
+}
+
 static void test_plan(void) {
         _cleanup_(decode_index_freep) DecodeIndex *idx = NULL;
         DecodeSegmentPlan plan;
@@ -179,6 +188,18 @@ static void test_plan(void) {
         ASSERT_EQ_U64(plan.segments[1].tsc_begin, 2000);
         ASSERT_EQ_U64(plan.segments[1].tsc_end, 4000);
         decode_segment_plan_done(&plan);
+
+        /* A PSB the filter refuses starts no segment. */
+        {
+                size_t calls = 0;
+                DecodePlanFilter f = { .refuse = refuse_2000, .userdata = &calls };
+
+                ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, &f, &plan));
+                ASSERT_TRUE(calls > 0);
+                ASSERT_EQ(plan.n_segments, 2);
+                ASSERT_EQ_U64(plan.segments[0].next, s.psb[3]);
+                decode_segment_plan_done(&plan);
+        }
 
         /* Segments of at least 6000 bytes: PSB 1 is too close. */
         ASSERT_OK(decode_plan_segments(idx, 6000, false, 0, UINT64_MAX, NULL, &plan));

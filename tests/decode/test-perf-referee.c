@@ -181,11 +181,17 @@ static const SwitchConfig switch_matrix[] = {
         { "sw-user-4cpu", 200, { "--cpus", "4", "--procs", "12", "--ring-size", "32K", NULL } },
         { "sw-kernel", 300, { "--cpus", "2", "--procs", "6", "--ring-size", "64K", "--kernel", NULL } },
         { "sw-kernel-only", 400, { "--cpus", "2", "--procs", "6", "--ring-size", "64K", "--kernel-only", NULL } },
+        { "sw-kernel-cyc", 500,
+          { "--cpus", "2", "--procs", "6", "--ring-size", "64K", "--kernel", "--timing", "tsc,mtc,cyc", NULL } },
+        /* Issue 15's own examples: 3 and 4 processes on 2 CPUs, 512 KiB rings. */
+        { "sw-user-512k", 600, { "--cpus", "2", "--procs", "3", "--ring-size", "512K", NULL } },
+        { "sw-kernel-512k", 700, { "--cpus", "2", "--procs", "4", "--ring-size", "512K", "--kernel", NULL } },
 };
 
 /* What one bundle gave. */
 typedef struct Outcome {
-        bool ptctl_equal;
+        bool ptctl_equal; /* and with --jobs 1 and --jobs 4 --segment-size 8K */
+        bool jobs_equal;
         uint64_t perf_errors;  /* not excused */
         uint64_t mismatches;   /* CPUs where perf's branches part from the truth */
         uint64_t start_switch; /* CPUs whose trace starts inside a switch (mapping at the top) */
@@ -343,6 +349,15 @@ static uint64_t sym_addr(const Kallsyms *k, const char *name) {
                 if (streq(k->v[i].name, name))
                         return k->v[i].addr;
         return 0;
+}
+
+static bool files_equal(const char *a, const char *b) {
+        _cleanup_free_ char *x = NULL, *y = NULL;
+        size_t nx = 0, ny = 0;
+
+        if (read_full_file(a, SIZE_MAX, &x, &nx) < 0 || read_full_file(b, SIZE_MAX, &y, &ny) < 0)
+                return false;
+        return nx == ny && memcmp(x, y, nx) == 0;
 }
 
 /* Direct or indirect, from the instruction's bytes: "e8 ..." or "ff 15 ...". */
@@ -637,6 +652,28 @@ static void run_one(const char *name, const char *const *args, unsigned seed, bo
                                        "--fields=cpu,tid,from,to,kind", bundle, NULL },
                 ours_out, NULL) != 0)
                 test_fail("%s: ptctl decode failed", name);
+        /* One job and many small segments: the same lines (the segment
+         * starts then fall between switch records too). */
+        if (seed > 0) {
+                _cleanup_free_ char *j1 = NULL, *jn = NULL;
+                bool same;
+
+                ASSERT_TRUE(asprintf(&j1, "%s.j1", ours_out) > 0);
+                ASSERT_TRUE(asprintf(&jn, "%s.jn", ours_out) > 0);
+                if (run((const char *const[]){ ptctl, "decode", "-q", "--format=branches",
+                                               "--fields=cpu,tid,from,to,kind", "--jobs", "1", bundle, NULL },
+                        j1, NULL) != 0 ||
+                    run((const char *const[]){ ptctl, "decode", "-q", "--format=branches",
+                                               "--fields=cpu,tid,from,to,kind", "--jobs", "4", "--segment-size",
+                                               "8K", bundle, NULL },
+                        jn, NULL) != 0)
+                        test_fail("%s: ptctl decode --jobs failed", name);
+                same = files_equal(j1, ours_out) && files_equal(jn, ours_out);
+                if (!same && verbose)
+                        fprintf(stderr, "%s: ptctl decode --jobs 1 / --jobs 4 --segment-size 8K differ\n", name);
+                o->jobs_equal = same;
+        } else
+                o->jobs_equal = true;
 
         read_truth(truth_path, &truth);
         read_truth(ours_out, &ours);
@@ -644,7 +681,7 @@ static void run_one(const char *name, const char *const *args, unsigned seed, bo
         read_perf(perf_out, &ks, &perf_lines);
 
         o->lines = truth.n;
-        o->ptctl_equal = compare_exact(name, "ptctl decode", &ours, &truth, verbose);
+        o->ptctl_equal = compare_exact(name, "ptctl decode", &ours, &truth, verbose) && o->jobs_equal;
         compare_perf(name, &perf_lines, &truth, sym_addr(&ks, "__switch_to"), verbose, o);
         /* perf's errors on CPUs compared to the end. */
         for (size_t i = 0; i < perf_lines.n; i++)

@@ -467,24 +467,28 @@ uint64_t decode_context_aux_flags(const DecodeContext *ctx, uint32_t cpu, uint64
         return f;
 }
 
-bool decode_context_in_switch(const DecodeContext *ctx, uint32_t cpu, uint64_t time) {
-        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
-        size_t lo = 0, hi;
+/* How many of the CPU's runs start at or before time. */
+static size_t runs_through(const DecodeCpuRuns *c, uint64_t time) {
+        size_t lo = 0, hi = c->n_runs;
 
-        if (!c || c->n_runs == 0)
-                return false;
-        /* The last run that began at or before time. */
-        hi = c->n_runs;
         while (lo < hi) {
-                size_t mid = lo + (hi - lo) / 2;
+                size_t mid = (lo + hi) / 2;
                 if (c->runs[mid].time <= time)
                         lo = mid + 1;
                 else
                         hi = mid;
         }
-        if (lo == 0)
+        return lo;
+}
+
+bool decode_context_in_switch(const DecodeContext *ctx, uint32_t cpu, uint64_t time) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+        size_t n;
+
+        if (!c || c->n_runs == 0)
                 return false;
-        return c->runs[lo - 1].switched_in > time;
+        n = runs_through(c, time);
+        return n > 0 && c->runs[n - 1].switched_in > time;
 }
 
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu) {
@@ -511,7 +515,7 @@ int decode_context_single_cpu(const DecodeContext *ctx, uint32_t *ret) {
 void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t *ret_pid,
                               int32_t *ret_tid, uint64_t *ret_begin, uint64_t *ret_end) {
         const DecodeCpuRuns *c = find_cpu(ctx, cpu);
-        size_t lo = 0, hi;
+        size_t lo;
 
         if (!c || c->n_runs == 0)
                 c = find_cpu(ctx, WILDCARD_CPU);
@@ -529,14 +533,7 @@ void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t t
         /* The last run starting at or before time. Before the first run we
          * take the first: the side-band's earliest word on this CPU is the
          * best there is (a per-thread recording starts with its thread). */
-        hi = c->n_runs;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (c->runs[mid].time <= time)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        lo = runs_through(c, time);
         if (lo == 0) {
                 *ret_pid = c->runs[0].pid;
                 *ret_tid = c->runs[0].tid;

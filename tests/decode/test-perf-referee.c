@@ -252,13 +252,18 @@ typedef struct Line {
 
 typedef struct Lines {
         Line *v;
-        size_t n;
+        size_t n, allocated;
 } Lines;
 
+/* Bundles of the switch matrix have up to a million lines: grow by half. */
 static void lines_push(Lines *l, Line x) {
-        Line *n = reallocarray(l->v, l->n + 1, sizeof(Line));
-        ASSERT_NOT_NULL(n);
-        l->v = n;
+        if (l->n == l->allocated) {
+                size_t na = MAX(l->allocated + l->allocated / 2, (size_t) 1024);
+                Line *n = reallocarray(l->v, na, sizeof(Line));
+                ASSERT_NOT_NULL(n);
+                l->v = n;
+                l->allocated = na;
+        }
         l->v[l->n++] = x;
 }
 

@@ -11,6 +11,8 @@
 #   ./dev.sh fuzz     every libFuzzer target for a bounded time (clang)
 #   ./dev.sh release  what a release needs: two builds of HEAD give the same bytes
 #   ./dev.sh bench    benchmarks, writes BENCHMARKS.md (--quick: a smoke test)
+#   ./dev.sh perf-referee  stock perf vs ptctl vs the truth, 20 seeds per
+#                     context-switch configuration (--seeds N), with counts
 #   ./dev.sh deps     only install the Debian packages
 set -euo pipefail
 
@@ -122,6 +124,18 @@ cmd_bench() {
     exec "$top/tests/bench/run-all" "$top/build-bench" "$@"
 }
 
+# test-perf-referee's switch matrix with more seeds than CI runs, reporting
+# per configuration: seeds, ptctl == truth, perf errors, branch mismatches.
+cmd_perf_referee() {
+    local seeds=20
+    install_deps
+    if [ "${1:-}" = --seeds ] && [ $# -ge 2 ]; then seeds=$2; shift 2; fi
+    command -v perf >/dev/null || { echo "perf-referee: no perf (apt-get install linux-perf)" >&2; exit 1; }
+    setup_build build
+    exec "$top/build/tests/decode/test-perf-referee" "$top/build/client/ptctl" \
+        "$top/build/tests/ptsynth/ptsynth" --seeds "$seeds" --report "$@"
+}
+
 cmd_demo() {
     install_deps
     setup_build build
@@ -137,6 +151,7 @@ case "$verb" in
     fuzz) cmd_fuzz "$@" ;;
     release) cmd_release "$@" ;;
     bench) cmd_bench "$@" ;;
+    perf-referee) cmd_perf_referee "$@" ;;
     deps) install_deps ;;
-    *) sed -n '4,14p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
+    *) sed -n '4,16p' "$0" | sed 's/^# \{0,1\}//'; exit 2 ;;
 esac

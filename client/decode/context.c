@@ -76,6 +76,16 @@ static int add_run(DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t pid,
 
         if (!c)
                 return -ENOMEM;
+        /* Linux writes a switch as two records (perf_event_switch() from
+         * perf_event_task_sched_out(), then from perf_event_task_sched_in()):
+         * the out record names the next thread, the in record, a little
+         * later, names it again. That is one run, not two: switch_ip mode
+         * steps through runs one __switch_to at a time. */
+        if (c->n_runs > 0 && c->runs[c->n_runs - 1].tid == tid && c->runs[c->n_runs - 1].pid == pid) {
+                if (c->runs[c->n_runs - 1].switched_in == 0 && time > c->runs[c->n_runs - 1].time)
+                        c->runs[c->n_runs - 1].switched_in = time;
+                return 0;
+        }
         if (c->n_runs == c->allocated) {
                 size_t n = c->allocated ? c->allocated * 2 : 64;
                 DecodeRun *r = reallocarray(c->runs, n, sizeof(DecodeRun));
@@ -490,6 +500,30 @@ uint64_t decode_context_aux_flags(const DecodeContext *ctx, uint32_t cpu, uint64
         return f;
 }
 
+/* How many of the CPU's runs start at or before time. */
+static size_t runs_through(const DecodeCpuRuns *c, uint64_t time) {
+        size_t lo = 0, hi = c->n_runs;
+
+        while (lo < hi) {
+                size_t mid = (lo + hi) / 2;
+                if (c->runs[mid].time <= time)
+                        lo = mid + 1;
+                else
+                        hi = mid;
+        }
+        return lo;
+}
+
+bool decode_context_in_switch(const DecodeContext *ctx, uint32_t cpu, uint64_t time) {
+        const DecodeCpuRuns *c = find_cpu(ctx, cpu);
+        size_t n;
+
+        if (!c || c->n_runs == 0)
+                return false;
+        n = runs_through(c, time);
+        return n > 0 && c->runs[n - 1].switched_in > time;
+}
+
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu) {
         const DecodeCpuRuns *c = find_cpu(ctx, cpu);
         return c && c->n_runs > 0;
@@ -514,7 +548,7 @@ int decode_context_single_cpu(const DecodeContext *ctx, uint32_t *ret) {
 void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t time, int32_t *ret_pid,
                               int32_t *ret_tid, uint64_t *ret_begin, uint64_t *ret_end) {
         const DecodeCpuRuns *c = find_cpu(ctx, cpu);
-        size_t lo = 0, hi;
+        size_t lo;
 
         if (!c || c->n_runs == 0)
                 c = find_cpu(ctx, WILDCARD_CPU);
@@ -532,14 +566,7 @@ void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t t
         /* The last run starting at or before time. Before the first run we
          * take the first: the side-band's earliest word on this CPU is the
          * best there is (a per-thread recording starts with its thread). */
-        hi = c->n_runs;
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (c->runs[mid].time <= time)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
+        lo = runs_through(c, time);
         if (lo == 0) {
                 *ret_pid = c->runs[0].pid;
                 *ret_tid = c->runs[0].tid;

@@ -56,6 +56,11 @@ typedef struct DecodeThread {
 typedef struct DecodeRun {
         uint64_t time; /* from this time on ... */
         int32_t pid, tid; /* ... this thread runs (DECODE_PID_UNKNOWN: unknown) */
+        /* A switch-out record began the run and the thread's switch-in
+         * record came at this time (0: none): in between, the kernel was
+         * switching, and which thread ran depends on where in that path
+         * the code was (__switch_to), not on the time. */
+        uint64_t switched_in;
 } DecodeRun;
 
 typedef struct DecodeCpuRuns {
@@ -132,6 +137,9 @@ void decode_context_thread_at(const DecodeContext *ctx, uint32_t cpu, uint64_t t
 int decode_context_trace_end(const DecodeContext *ctx, uint32_t cpu, uint64_t *ret);
 /* Does the side-band know anything about this CPU? */
 bool decode_context_has_cpu(const DecodeContext *ctx, uint32_t cpu);
+/* Whether time lies between a switch's out record and its in record on
+ * cpu (Linux writes them before and after the switch itself). */
+bool decode_context_in_switch(const DecodeContext *ctx, uint32_t cpu, uint64_t time);
 /* The kernel's PERF_AUX_FLAG_PARTIAL, _TRUNCATED and _COLLISION among the
  * AUX records of cpu written at or after `since` (perf time): the
  * transactions that ended within a trace starting then. */

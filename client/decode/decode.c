@@ -202,6 +202,21 @@ static int time_window(Decoder *d, const TraceFacts *f, uint64_t ref_tsc, uint64
         return 1;
 }
 
+/* With the kernel traced, threads change at the jump to __switch_to, which
+ * lies between a switch's out and in records (Linux writes them in
+ * prepare_task_switch() and finish_task_switch()). A segment that started
+ * in there could not tell from the time whose code it decodes, unless it
+ * meets that jump; so none starts there (a segment that meets a jump to
+ * __switch_to settles its start by it: client/decode/worker/attribution.c). */
+static bool refuse_in_switch(void *userdata, size_t cpu_index, uint64_t tsc) {
+        const Decoder *d = userdata;
+
+        if (!d->index->cpus[cpu_index].kernel_traced || !d->clock.has_conversion)
+                return false;
+        return decode_context_in_switch(d->ctx, d->ctx_cpus[cpu_index],
+                                        perf_tsc_to_time(&d->clock.conversion, tsc));
+}
+
 static void block_flags(const Decoder *d, const DecodeOptions *opts, bool windowed, struct pt_config *cfg) {
         /* Time from events only: pt_blk_time() after a block reports the
          * last timing packet libipt has read, which may be ahead of that
@@ -334,7 +349,8 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
                  * does not depend on the segment size. */
                 segment_size = 256 * 1024;
         d->opts.segment_size = segment_size;
-        r = decode_plan_segments(d->index, segment_size, windowed, from, to, &d->plan);
+        r = decode_plan_segments(d->index, segment_size, windowed, from, to,
+                                 &(DecodePlanFilter){ .refuse = refuse_in_switch, .userdata = d }, &d->plan);
         if (r < 0)
                 return r;
 

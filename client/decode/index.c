@@ -412,7 +412,7 @@ static int add_segment(DecodeSegmentPlan *plan, size_t *allocated, const DecodeC
 }
 
 int decode_plan_segments(const DecodeIndex *idx, uint64_t target_size, bool windowed, uint64_t tsc_from,
-                         uint64_t tsc_to, DecodeSegmentPlan *ret) {
+                         uint64_t tsc_to, const DecodePlanFilter *filter, DecodeSegmentPlan *ret) {
         DecodeSegmentPlan plan = {};
         size_t allocated = 0;
         int r;
@@ -453,6 +453,9 @@ int decode_plan_segments(const DecodeIndex *idx, uint64_t target_size, bool wind
                         if (target_size == 0 || ci->psbs[i].offset - ci->psbs[start].offset < target_size)
                                 continue;
                         if (!psb_is_boundary(&ci->psbs[i]))
+                                continue;
+                        if (filter && ci->psbs[i].has_tsc &&
+                            filter->refuse(filter->userdata, c, ci->psbs[i].tsc))
                                 continue;
                         r = add_segment(&plan, &allocated, ci, c, ordinal++, start, i);
                         if (r < 0)

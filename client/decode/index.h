@@ -103,6 +103,12 @@ typedef struct DecodeSegmentPlan {
  * CPU (target_size 0: one segment per CPU). The plan depends on the data and target_size only, never on the
  * number of workers, so every --jobs gives the same output.
  */
+/* A PSB no segment may start at, besides those that cannot (NULL: none). */
+typedef struct DecodePlanFilter {
+        bool (*refuse)(void *userdata, size_t cpu_index, uint64_t tsc);
+        void *userdata;
+} DecodePlanFilter;
+
 int decode_plan_segments(const DecodeIndex *idx, uint64_t target_size, bool windowed, uint64_t tsc_from,
-                         uint64_t tsc_to, DecodeSegmentPlan *ret);
+                         uint64_t tsc_to, const DecodePlanFilter *filter, DecodeSegmentPlan *ret);
 void decode_segment_plan_done(DecodeSegmentPlan *p);

@@ -168,6 +168,7 @@ static bool is_amd_only(ZydisISAExt ext) {
         case ZYDIS_ISA_EXT_CLZERO:
         case ZYDIS_ISA_EXT_RDPRU:
         case ZYDIS_ISA_EXT_MCOMMIT:
+        case ZYDIS_ISA_EXT_SVM:
                 return true;
         default:
                 return false;

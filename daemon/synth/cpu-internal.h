@@ -85,12 +85,44 @@ static inline int advance_to(SynthCpu *c, uint64_t target) {
         return 0;
 }
 
+/* Cycles beyond one that the instructions ending a block cost: the
+ * privilege changes and the CR3 write take a real CPU hundreds of cycles
+ * (serializing, TLB flush), so that the kernel's entry, exit and switch
+ * paths take the time they take on real hardware, not the time of as
+ * many simple instructions. perf's decoder leans on that: it dates a
+ * return to user space by an estimate of two cycles per instruction since
+ * the last timing packet (intel_pt_est_timestamp()), which must not reach
+ * past the next context switch's records. */
+#define SYNTH_COST_SYSCALL 100
+#define SYNTH_COST_SYSRET 100
+#define SYNTH_COST_IRET 250
+#define SYNTH_COST_MOV_CR3 300
+#define SYNTH_COST_EXCEPTION 200 /* delivery of an interrupt or exception */
+#define SYNTH_COST_RESCHEDULE 1500 /* from a reschedule IPI to __schedule() */
+
+static inline uint64_t synth_cpu_insn_cost(SynthBlockEnd kind) {
+        switch (kind) {
+        case SYNTH_END_SYSCALL:
+                return SYNTH_COST_SYSCALL;
+        case SYNTH_END_SYSRET:
+                return SYNTH_COST_SYSRET;
+        case SYNTH_END_IRET:
+                return SYNTH_COST_IRET;
+        case SYNTH_END_MOV_CR3:
+                return SYNTH_COST_MOV_CR3;
+        default:
+                return 0;
+        }
+}
+
 /* cpu.c */
 int synth_cpu_frame_push(SynthThread *t, SynthFrame f);
 SynthFrame *synth_cpu_frame_top(SynthThread *t);
 int synth_cpu_maybe_overflow(SynthCpu *c);
 int synth_cpu_pge(SynthCpu *c, uint64_t ip);
 int synth_cpu_switch_done(SynthCpu *c, SynthThread *next);
+int synth_cpu_sched_out(SynthCpu *c);
+void synth_cpu_sched_in(SynthCpu *c);
 
 /* cpu-kernel.c */
 int synth_cpu_tsx_begin(SynthCpu *c);

@@ -102,6 +102,9 @@ int synth_cpu_enter_kernel(SynthCpu *c, SynthFrameKind kind, uint64_t handler) {
                         return r;
         }
         ip = walker(t)->ip;
+        r = advance_cycles(c, SYNTH_COST_EXCEPTION);
+        if (r < 0)
+                return r;
         r = synth_cpu_frame_push(t, (SynthFrame){
                                             .kind = kind,
                                             .ret_mode = from,
@@ -157,6 +160,11 @@ int synth_cpu_deliver_ipi(SynthCpu *c) {
                         return 0;
         }
         r = synth_cpu_enter_kernel(c, SYNTH_FRAME_IPI, c->kernel->reschedule_ipi);
+        /* Linux's way from the interrupt to the switch (irqentry, the
+         * scheduler's bookkeeping, pick_next_task()) is longer than the
+         * kernel-like image's: its time passes here. */
+        if (r >= 0)
+                r = advance_cycles(c, SYNTH_COST_RESCHEDULE);
         return r;
 }
 
@@ -197,6 +205,7 @@ int synth_cpu_leave_kernel(SynthCpu *c, SynthTruthKind kind, uint64_t from) {
         SynthFrame f = t->frames[--t->n_frames];
         int r = 0;
 
+        synth_cpu_sched_in(c); /* a walk that left before finish_task_switch() */
         if (f.ret_mode == SYNTH_MODE_USER) {
                 t->mode = SYNTH_MODE_USER;
                 synth_walker_jump(&t->uw, f.ret_ip);
@@ -299,7 +308,9 @@ int synth_cpu_restart_kernel(SynthCpu *c, uint64_t at) {
                 if (r < 0)
                         return r;
                 t = c->cur;
+                synth_cpu_sched_in(c);
         } else {
+                synth_cpu_sched_in(c); /* finish_task_switch() would have come in there */
                 while (t->n_frames > 0 && t->frames[t->n_frames - 1].ret_mode == SYNTH_MODE_KERNEL)
                         t->n_frames--;
                 if (t->n_frames > 0) {

@@ -81,6 +81,28 @@ static int on_ptwrite(SynthCpu *c, const SynthStep *s) {
         return r;
 }
 
+/* The new thread reaches __perf_event_task_sched_in() (from finish_task_switch())
+ * with the kernel traced. The TNT bits since the jump to __switch_to go
+ * out first (a TNT packet may hold any number of bits up to its size):
+ * perf 6.1's sync_switch (tools/perf/util/intel-pt.c, intel_pt_sample()
+ * at switch_ip, intel_pt_context_switch_in()) needs its decoder to reach
+ * that jump before the switch-in record's time, and a decoder learns of a
+ * branch only from the packet after it, which, held back past an MTC,
+ * would date it after the record; on a real machine __switch_to's own
+ * branches fill a TNT packet long before. Then the kernel's own
+ * instructions up to the record (vtime_task_switch()). */
+static int sched_in_traced(SynthCpu *c) {
+        int r = 0;
+
+        if (!c->pkt.overflow)
+                r = synth_pkt_flush_tnt(&c->pkt);
+        if (r >= 0)
+                r = advance_cycles(c, synth_rng_range(&c->rng, 100, 300));
+        if (r >= 0)
+                synth_cpu_sched_in(c);
+        return r;
+}
+
 static int do_step(SynthCpu *c) {
         SynthThread *t = c->cur;
         SynthWalker *w = walker(t);
@@ -92,7 +114,7 @@ static int do_step(SynthCpu *c) {
         if (r < 0)
                 return r;
         c->stats.steps++;
-        r = advance_cycles(c, s.n_insns + 1);
+        r = advance_cycles(c, s.n_insns + 1 + synth_cpu_insn_cost(s.kind));
         if (r < 0)
                 return r;
 
@@ -116,6 +138,11 @@ static int do_step(SynthCpu *c) {
                 if (s.push)
                         synth_pkt_call(&c->pkt, s.ret);
                 r = truth(c, SYNTH_TRUTH_CALL, s.from, s.to);
+                /* Where Linux writes the switch's side-band. */
+                if (r >= 0 && kernel && s.to == c->kernel->perf_sched_out)
+                        r = synth_cpu_sched_out(c);
+                else if (r >= 0 && kernel && s.to == c->kernel->perf_sched_in && c->sched_in_prev)
+                        r = sched_in_traced(c);
                 break;
         case SYNTH_END_ICALL:
                 synth_pkt_call(&c->pkt, s.ret);
@@ -246,9 +273,11 @@ static int step(SynthCpu *c, SynthWalker *w, bool kernel) {
                 c->quiet_steps++;
                 break;
         case SYNTH_END_CALL:
-                if (_unlikely_(w->depth >= SYNTH_WALK_MAX_DEPTH || c->quiet_steps >= QUIET_STEPS_MAX))
-                        return do_step(c);
                 to = b->target + bias;
+                if (_unlikely_(w->depth >= SYNTH_WALK_MAX_DEPTH || c->quiet_steps >= QUIET_STEPS_MAX ||
+                               (kernel && (to == c->kernel->perf_sched_out ||
+                                           to == c->kernel->perf_sched_in))))
+                        return do_step(c);
                 next = b->target_exec ? synth_block_taken(w->cache, b) : NULL;
                 r = synth_walker_push(w, b->end + bias);
                 if (r >= 0)
@@ -482,13 +511,26 @@ int synth_cpu_tick_untraced(SynthCpu *c, uint64_t until) {
                                 f->remaining = f->until > now(c) ? f->until - now(c) : 0;
                         else if (f)
                                 f->remaining = 0;
+                        /* As Linux: the old thread's SWITCH out, then the
+                         * switch itself (switch_mm, __switch_to) takes
+                         * its time, then the new thread's SWITCH in. */
+                        r = synth_cpu_sched_out(c);
+                        if (r >= 0)
+                                r = advance_to(c, now(c) + synth_rng_range(&c->rng, us(c, 1) / 4, us(c, 1)));
+                        if (r < 0)
+                                return r;
                         c->switching = NULL;
                         r = synth_cpu_switch_done(c, next);
                         if (r < 0)
                                 return r;
+                        /* The way out of the kernel after the switch in
+                         * (the rest of finish_task_switch, the exit work) is not
+                         * instant either: 1-2 us, so that a decoder that
+                         * knows the time of a trace start only to an MTC
+                         * period still puts it after both records (R9). */
                         nf = synth_cpu_frame_top(c->cur);
                         if (nf)
-                                nf->until = now(c) + nf->remaining;
+                                nf->until = now(c) + MAX(nf->remaining, rand_us(c, 1, 2));
                         return 0;
                 }
                 if (f && now(c) >= f->until && !c->switching)

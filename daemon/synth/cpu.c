@@ -327,14 +327,54 @@ int synth_cpu_maybe_overflow(SynthCpu *c) {
         return overflow_begin(c);
 }
 
-/* Every switch ends here: the driver learns the time, the threads swap.
- * An overflow in progress resolves first, so that a decoder can tell
- * whose the OVF is. */
-int synth_cpu_switch_done(SynthCpu *c, SynthThread *next) {
-        SynthThread *prev = c->cur;
-
+/* perf_event_task_sched_out(): the old thread's half of the switch under
+ * way, once. An overflow in progress resolves first (TRUTH.md R4: the
+ * OVF is the old thread's, and a decoder goes by the record's time). */
+int synth_cpu_sched_out(SynthCpu *c) {
+        if (!c->switching || c->sched_out_told)
+                return 0;
         if (c->pkt.overflow) {
                 int r = overflow_end(c);
+                if (r < 0)
+                        return r;
+        }
+        c->sched_out_told = true;
+        if (c->on_sched)
+                c->on_sched(c, SYNTH_SCHED_OUT, c->cur, c->switching, now(c), c->userdata);
+        return 0;
+}
+
+/* perf_event_task_sched_in(): the new thread's half, once it is running. */
+void synth_cpu_sched_in(SynthCpu *c) {
+        SynthThread *prev = c->sched_in_prev;
+
+        if (!prev)
+                return;
+        c->sched_in_prev = NULL;
+        if (c->on_sched)
+                c->on_sched(c, SYNTH_SCHED_IN, prev, c->cur, now(c), c->userdata);
+}
+
+/* Every switch ends here: the driver learns the time, the threads swap.
+ * An overflow in progress resolves first, so that a decoder can tell
+ * whose the OVF is. The switch-out half is told first if the walk did not
+ * pass __perf_event_task_sched_out() (a walk restart in the scheduler); the
+ * switch-in half follows at once when the kernel is not walked, else
+ * where the new thread calls __perf_event_task_sched_in(). */
+int synth_cpu_switch_done(SynthCpu *c, SynthThread *next) {
+        SynthThread *prev = c->cur;
+        int r;
+
+        c->switching = next;
+        r = synth_cpu_sched_out(c);
+        if (r < 0)
+                return r;
+        c->switching = NULL;
+        c->sched_out_told = false;
+        synth_cpu_sched_in(c); /* one still pending: a switch right after a switch */
+
+        if (c->pkt.overflow) {
+                r = overflow_end(c);
                 if (r < 0)
                         return r;
         }
@@ -359,6 +399,9 @@ int synth_cpu_switch_done(SynthCpu *c, SynthThread *next) {
         c->stats.switches++;
         if (c->on_switch)
                 c->on_switch(c, prev, next, now(c), c->userdata);
+        c->sched_in_prev = prev;
+        if (!c->cfg.trace_kernel)
+                synth_cpu_sched_in(c);
         return 0;
 }
 

@@ -108,6 +108,22 @@ typedef struct SynthCpu SynthCpu;
 typedef void (*SynthSwitchFn)(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc,
                               void *userdata);
 
+/* Linux's two halves of a switch, for the side-band (tests/ptsynth/TRUTH.md,
+ * "Side-band"): SYNTH_SCHED_OUT when prev is switched out
+ * (__perf_event_task_sched_out() from prepare_task_switch(), before the CR3
+ * write and __switch_to), SYNTH_SCHED_IN when next is switched in
+ * (__perf_event_task_sched_in() from finish_task_switch(), after it). With the
+ * kernel traced both are where the walk calls those functions; without,
+ * the kernel's switch path takes time between them and the new thread
+ * returns to user space later still. Always OUT, the swap (SynthSwitchFn),
+ * then IN, at increasing or equal times. */
+typedef enum SynthSched {
+        SYNTH_SCHED_OUT,
+        SYNTH_SCHED_IN,
+} SynthSched;
+typedef void (*SynthSchedFn)(SynthCpu *c, SynthSched what, SynthThread *prev, SynthThread *next, uint64_t tsc,
+                             void *userdata);
+
 /* Where threads changed on a CPU: the stream offset and time of the
  * switch and the thread that runs from there on (TID 0: idle). */
 typedef struct SynthSwitchLog {
@@ -139,7 +155,10 @@ struct SynthCpu {
         SynthThread *switching; /* delivered: switch at the switch point */
         uint64_t switch_at;     /* untraced kernel: when the switch happens */
         SynthSwitchFn on_switch;
+        SynthSchedFn on_sched; /* optional, set after synth_cpu_init() */
         void *userdata;
+        bool sched_out_told;       /* SYNTH_SCHED_OUT of the switch under way */
+        SynthThread *sched_in_prev; /* swapped, SYNTH_SCHED_IN not told yet */
 
         uint64_t next_irq, next_fault, next_syscall, next_cbr, next_tsx;
         bool sleeping; /* in MWAIT until the next interrupt */

@@ -50,6 +50,8 @@ int synth_kernel_load(SynthImageSet *set, const char *path, SynthKernel *ret, ch
             (r = need(k.image, "asm_sysvec_reschedule_ipi", &k.reschedule_ipi, ret_error)) < 0 ||
             (r = need(k.image, "ret_from_fork", &k.ret_from_fork, ret_error)) < 0 ||
             (r = need(k.image, "__switch_to", &k.switch_to, ret_error)) < 0 ||
+            (r = need(k.image, "__perf_event_task_sched_out", &k.perf_sched_out, ret_error)) < 0 ||
+            (r = need(k.image, "__perf_event_task_sched_in", &k.perf_sched_in, ret_error)) < 0 ||
             (r = need(k.image, "do_idle", &k.do_idle, ret_error)) < 0)
                 return r;
         /* Optional: only --text-poke needs them. */

@@ -5,8 +5,9 @@
  * The kernel-like image (daemon/synth/kernel/, built at
  * 0xffffffff81000000 with -mcmodel=kernel) as the synthesizer uses it:
  * its address space, the entry points the hardware transfers to, and the
- * two places where a thread switch is visible in the code: the CR3 write
- * in switch_mm_irqs_off() and the jump to __switch_to in __switch_to_asm.
+ * places where a thread switch is visible in the code: the calls where
+ * Linux writes its side-band, the CR3 write in switch_mm_irqs_off() and
+ * the jump to __switch_to in __switch_to_asm.
  */
 
 #include "daemon/synth/image.h"
@@ -22,6 +23,11 @@ typedef struct SynthKernel {
         uint64_t reschedule_ipi;   /* asm_sysvec_reschedule_ipi */
         uint64_t ret_from_fork;
         uint64_t switch_to; /* __switch_to: the jump here switches threads */
+        /* Where Linux writes a switch's side-band: the calls to
+         * __perf_event_task_sched_out() (from prepare_task_switch(): the
+         * old thread's SWITCH out) and __perf_event_task_sched_in() (from
+         * finish_task_switch(): the new thread's SWITCH in). */
+        uint64_t perf_sched_out, perf_sched_in;
         uint64_t do_idle;
         /* The static key --text-poke patches (0 in images without it):
          * the 5-byte NOP, the branch before it, the jump's target. */

@@ -35,6 +35,7 @@ typedef struct Task {
         TaskState state;
         uint64_t start_at, exit_at;
         uint32_t ppid, ptid;
+        uint32_t exit_ppid; /* EXIT's ppid and ptid: the pid of task->real_parent */
         bool new_process; /* the first thread of a process started during the run */
         bool exiting;
 } Task;
@@ -193,27 +194,52 @@ static Task *task_of(SynthThread *t) {
         return t->userdata;
 }
 
+/* The side-band of a switch, as Linux writes it (tests/ptsynth/TRUTH.md,
+ * "Side-band"): perf_event_task_sched_out() -> perf_event_switch(prev, next,
+ * false) writes SWITCH_CPU_WIDE out in prev's context (its pid/tid in the
+ * sample, next in next_prev_pid/tid, PREEMPT while prev is still runnable,
+ * task->on_rq); perf_event_task_sched_in() -> perf_event_switch(next,
+ * prev, true) writes SWITCH_CPU_WIDE in in next's context. A thread that
+ * exits wrote its EXIT before (do_exit() -> perf_event_exit_task() comes
+ * before its last __schedule()); perf_event_task_output() gives the EXIT
+ * the exiting task's ids in the sample and its parent's pid as both ppid
+ * and ptid. */
+static void on_sched(SynthCpu *c, SynthSched what, SynthThread *prev, SynthThread *next, uint64_t tsc,
+                     void *userdata) {
+        SynthMachine *m = userdata;
+        Task *pt = task_of(prev);
+
+        if (what == SYNTH_SCHED_OUT) {
+                PerfSampleId so =
+                        sid(m, task_pid(prev), task_tid(prev), tsc, c->cpu, SYNTH_DUMMY_EVENT_ID(c->cpu));
+
+                if (pt && pt->exiting) {
+                        uint32_t parent = pt->exit_ppid;
+
+                        SB(m, so.time,
+                           perf_record_append_fork(&m->sb, PERF_RECORD_EXIT, prev->pid, parent, prev->tid,
+                                                   parent, so.time, &so));
+                }
+                SB(m, so.time,
+                   perf_record_append_switch_cpu_wide(&m->sb, true, pt && !pt->exiting, task_pid(next),
+                                                      task_tid(next), &so));
+        } else {
+                PerfSampleId si =
+                        sid(m, task_pid(next), task_tid(next), tsc, c->cpu, SYNTH_DUMMY_EVENT_ID(c->cpu));
+
+                SB(m, si.time,
+                   perf_record_append_switch_cpu_wide(&m->sb, false, false, task_pid(prev), task_tid(prev),
+                                                      &si));
+        }
+}
+
+/* The threads swap (the jump to __switch_to). */
 static void on_switch(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc, void *userdata) {
         SynthMachine *m = userdata;
-        PerfSampleId so = sid(m, task_pid(prev), task_tid(prev), tsc, c->cpu, SYNTH_DUMMY_EVENT_ID(c->cpu));
-        PerfSampleId si = sid(m, task_pid(next), task_tid(next), tsc, c->cpu, SYNTH_DUMMY_EVENT_ID(c->cpu));
         Task *pt = task_of(prev), *nt = task_of(next);
 
-        /* Preempted when it was still runnable, as perf marks it. */
-        SB(m, so.time,
-           perf_record_append_switch_cpu_wide(&m->sb, true, pt && !pt->exiting, task_pid(next),
-                                              task_tid(next), &so));
-        if (pt && pt->exiting) {
-                PerfSampleId se = so;
-
-                SB(m, se.time,
-                   perf_record_append_fork(&m->sb, PERF_RECORD_EXIT, prev->pid, pt->ppid, prev->tid,
-                                           pt->ptid, se.time, &se));
-                pt->state = TASK_EXITED;
-        } else if (pt)
-                pt->state = TASK_PARKED;
-        SB(m, si.time,
-           perf_record_append_switch_cpu_wide(&m->sb, false, false, task_pid(prev), task_tid(prev), &si));
+        if (pt)
+                pt->state = pt->exiting ? TASK_EXITED : TASK_PARKED;
         if (nt)
                 nt->state = TASK_RUNNING;
         m->slice_end[c->cpu] = tsc + synth_rng_range(&m->rng, 10, 100) * SYNTH_TSC_HZ / 1000000;
@@ -265,6 +291,9 @@ static int create_processes(SynthMachine *m, char **ret_error) {
                         task->exit_at = UINT64_MAX;
                         task->ppid = k == 0 ? (i == 0 ? 1 : m->procs[0]->pid) : p->pid;
                         task->ptid = k == 0 ? task->ppid : p->pid;
+                        /* copy_process(): a thread's real_parent is its
+                         * leader's. */
+                        task->exit_ppid = k == 0 ? task->ppid : task[-(ptrdiff_t)k].ppid;
                         if (later) {
                                 /* The whole process starts during the run:
                                  * fork, exec, then it runs from _start. */
@@ -425,6 +454,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                 if (r < 0)
                         return set_error_message(r, ret_error, "cannot set up CPU %u", i);
                 m->cpus[i].keep_truth = cfg->keep_truth;
+                m->cpus[i].on_sched = on_sched;
         }
 
         /* Who runs first: the first runnable threads, one per CPU; the
@@ -513,7 +543,9 @@ static int fork_tasks(SynthMachine *m, uint64_t t) {
                 r = synth_thread_init_new(th, &m->kernel, entry);
                 if (r < 0)
                         return r;
-                s = sid(m, th->pid, th->tid, task->start_at, 0, SYNTH_DUMMY_EVENT_ID(0));
+                /* perf_event_fork() runs in the parent (current): its
+                 * ids are the sample's. */
+                s = sid(m, task->ppid, task->ptid, task->start_at, 0, SYNTH_DUMMY_EVENT_ID(0));
                 SB(m, s.time,
                    perf_record_append_fork(&m->sb, PERF_RECORD_FORK, th->pid, task->ppid, th->tid,
                                            task->ptid, s.time, &s));

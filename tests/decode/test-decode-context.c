@@ -92,6 +92,48 @@ static void test_threads(void) {
         ASSERT_ERROR(decode_context_trace_end(ctx, 0, &t), ENODATA);
 }
 
+/* A switch as Linux writes it: out in the old thread's context, in the
+ * new one's a little later (kernel/events/core.c, perf_event_switch() from
+ * perf_event_task_sched_out() and _in()). One run from the out record on;
+ * the time between the two is inside the switch. */
+static void test_switch_pair(void) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
+        PerfSampleId s;
+        int32_t pid, tid;
+        uint64_t begin, end;
+
+        s = sid(100, 100, 50, 0);
+        ASSERT_OK(perf_record_append_itrace_start(&b, 100, 100, &s));
+        s = sid(100, 100, 200, 0);
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, true, true, 300, 301, &s));
+        s = sid(300, 301, 210, 0);
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, false, false, 100, 100, &s));
+        s = sid(300, 301, 500, 0);
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, true, true, 0, 0, &s));
+        s = sid(0, 0, 520, 0);
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, false, false, 300, 301, &s));
+        ctx = build(&b);
+
+        /* The in record adds no run: the next one after 301's is idle's. */
+        decode_context_thread_at(ctx, 0, 205, &pid, &tid, &begin, &end);
+        ASSERT_EQ(tid, 301);
+        ASSERT_EQ_U64(begin, 200);
+        ASSERT_EQ_U64(end, 500);
+        decode_context_thread_at(ctx, 0, end, &pid, &tid, &begin, &end);
+        ASSERT_EQ(tid, 0);
+        ASSERT_EQ_U64(begin, 500);
+        ASSERT_EQ_U64(end, DECODE_TIME_INFINITY);
+
+        ASSERT_FALSE(decode_context_in_switch(ctx, 0, 199));
+        ASSERT_TRUE(decode_context_in_switch(ctx, 0, 200));
+        ASSERT_TRUE(decode_context_in_switch(ctx, 0, 209));
+        ASSERT_FALSE(decode_context_in_switch(ctx, 0, 210));
+        ASSERT_TRUE(decode_context_in_switch(ctx, 0, 519));
+        ASSERT_FALSE(decode_context_in_switch(ctx, 0, 520));
+        ASSERT_FALSE(decode_context_in_switch(ctx, 3, 205));
+}
+
 static void test_address_spaces(void) {
         _cleanup_buffer_ Buffer b = BUFFER_NULL;
         _cleanup_(decode_context_freep) DecodeContext *ctx = NULL;
@@ -311,5 +353,5 @@ static void test_aux_flags(void) {
         ASSERT_NULL(strstr(out, "cpu 0:"));
 }
 
-RUN_TESTS(TEST(test_aux_flags), TEST(test_threads), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored), TEST(test_leader_exit),
+RUN_TESTS(TEST(test_aux_flags), TEST(test_threads), TEST(test_switch_pair), TEST(test_address_spaces), TEST(test_kernel_mmap_ignored), TEST(test_leader_exit),
           TEST(test_untimed_union));

@@ -133,19 +133,28 @@ static void test_serial_state(void) {
                 ASSERT_EQ_U64(ci->psbs[i].offset, psb[i]);
                 ASSERT_EQ(ci->psbs[i].serial_differs, i == 1 || i == 2 || i == 4);
         }
-        ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 5);
         ASSERT_EQ_U64(plan.segments[0].next, psb[3]);
         ASSERT_EQ_U64(plan.segments[1].next, psb[5]);
         decode_segment_plan_done(&plan);
         /* A window that starts at such a PSB starts at the PSB before them. */
-        ASSERT_OK(decode_plan_segments(idx, 1, true, 3000, 3500, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 3000, 3500, NULL, &plan));
         ASSERT_EQ_U64(plan.segments[0].begin, psb[0]);
         decode_segment_plan_done(&plan);
-        ASSERT_OK(decode_plan_segments(idx, 1, true, 5000, 5500, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 5000, 5500, NULL, &plan));
         ASSERT_EQ_U64(plan.segments[0].begin, psb[3]);
         decode_segment_plan_done(&plan);
         tb_done(&t);
+}
+
+/* What the decoder's filter says (decode.c: a PSB inside a switch). */
+static bool refuse_2000(void *userdata, size_t cpu_index, uint64_t tsc) {
+        size_t *calls = userdata;
+
+        ASSERT_EQ(cpu_index, 0);
+        (*calls)++;
+        return tsc == 2000;
 }
 
 static void test_plan(void) {
@@ -157,7 +166,7 @@ static void test_plan(void) {
         idx = index_of(&s);
 
         /* One segment per CPU, from the first PSB to the end. */
-        ASSERT_OK(decode_plan_segments(idx, 0, false, 0, UINT64_MAX, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 0, false, 0, UINT64_MAX, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 1);
         ASSERT_EQ_U64(plan.segments[0].begin, s.psb[0]);
         ASSERT_EQ_U64(plan.segments[0].next, s.size);
@@ -165,7 +174,7 @@ static void test_plan(void) {
         decode_segment_plan_done(&plan);
 
         /* Split everywhere possible: not at the PSB with FUP but no MODE. */
-        ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 3);
         ASSERT_EQ_U64(plan.segments[0].next, s.psb[1]);
         ASSERT_EQ_U64(plan.segments[0].limit, s.psb[1]); /* tracing off there: stop at the PSB */
@@ -180,24 +189,36 @@ static void test_plan(void) {
         ASSERT_EQ_U64(plan.segments[1].tsc_end, 4000);
         decode_segment_plan_done(&plan);
 
+        /* A PSB the filter refuses starts no segment. */
+        {
+                size_t calls = 0;
+                DecodePlanFilter f = { .refuse = refuse_2000, .userdata = &calls };
+
+                ASSERT_OK(decode_plan_segments(idx, 1, false, 0, UINT64_MAX, &f, &plan));
+                ASSERT_TRUE(calls > 0);
+                ASSERT_EQ(plan.n_segments, 2);
+                ASSERT_EQ_U64(plan.segments[0].next, s.psb[3]);
+                decode_segment_plan_done(&plan);
+        }
+
         /* Segments of at least 6000 bytes: PSB 1 is too close. */
-        ASSERT_OK(decode_plan_segments(idx, 6000, false, 0, UINT64_MAX, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 6000, false, 0, UINT64_MAX, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 2);
         ASSERT_EQ_U64(plan.segments[0].next, s.psb[3]);
         decode_segment_plan_done(&plan);
 
         /* A time window: from the PSB before its start to a clean PSB after its end. */
-        ASSERT_OK(decode_plan_segments(idx, 1, true, 2500, 3500, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 2500, 3500, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 1);
         ASSERT_EQ_U64(plan.segments[0].begin, s.psb[1]);
         ASSERT_EQ_U64(plan.segments[0].next, s.psb[3]);
         decode_segment_plan_done(&plan);
 
         /* After the end of the trace, or before its start: nothing. */
-        ASSERT_OK(decode_plan_segments(idx, 1, true, 5000, 6000, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 5000, 6000, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 0);
         decode_segment_plan_done(&plan);
-        ASSERT_OK(decode_plan_segments(idx, 1, true, 0, 500, &plan));
+        ASSERT_OK(decode_plan_segments(idx, 1, true, 0, 500, NULL, &plan));
         ASSERT_EQ(plan.n_segments, 0);
         decode_segment_plan_done(&plan);
         tb_done(&s.tb);

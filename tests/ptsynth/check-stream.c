@@ -130,24 +130,40 @@ int synth_check_sideband(const SynthResult *res, char **ret_error) {
                         break;
                 }
                 last_time = pr.sid.time;
-                if (pr.type != PERF_RECORD_SWITCH_CPU_WIDE || pr.switch_.out)
+                if (pr.type != PERF_RECORD_SWITCH_CPU_WIDE)
                         continue;
                 c = &res->cpus[pr.sid.cpu];
-                if (next_switch[pr.sid.cpu] >= c->n_switches) {
-                        r = check_fail(ret_error, "cpu%u: side-band has a switch the CPU did not make",
-                                       c->cpu);
-                        break;
-                }
-                {
-                        const SynthSwitchLog *sw = &c->switches[next_switch[pr.sid.cpu]++];
+                /* As Linux writes a switch (TRUTH.md, "Side-band"): the out
+                 * record, naming the next thread, at or before the CPU's
+                 * swap; the in record, in the next thread, at or after it. */
+                if (pr.switch_.out) {
+                        const SynthSwitchLog *sw;
 
-                        if (pr.sid.tid != sw->tid ||
-                            pr.sid.time != perf_tsc_to_time(&res->conversion, sw->tsc)) {
+                        if (next_switch[pr.sid.cpu] >= c->n_switches) {
+                                r = check_fail(ret_error, "cpu%u: side-band has a switch the CPU did not make",
+                                               c->cpu);
+                                break;
+                        }
+                        sw = &c->switches[next_switch[pr.sid.cpu]++];
+                        if (pr.switch_.next_prev_tid != sw->tid ||
+                            pr.sid.time > perf_tsc_to_time(&res->conversion, sw->tsc)) {
                                 r = check_fail(ret_error,
-                                               "cpu%u: side-band switch to %" PRIu32 " at %" PRIu64
+                                               "cpu%u: side-band switch out to %" PRIu32 " at %" PRIu64
                                                " but the CPU switched to %" PRIu32 " at %" PRIu64,
-                                               c->cpu, pr.sid.tid, pr.sid.time, sw->tid,
+                                               c->cpu, pr.switch_.next_prev_tid, pr.sid.time, sw->tid,
                                                perf_tsc_to_time(&res->conversion, sw->tsc));
+                                break;
+                        }
+                } else {
+                        const SynthSwitchLog *sw =
+                                next_switch[pr.sid.cpu] > 0 ? &c->switches[next_switch[pr.sid.cpu] - 1] : NULL;
+
+                        if (!sw || pr.sid.tid != sw->tid ||
+                            pr.sid.time < perf_tsc_to_time(&res->conversion, sw->tsc)) {
+                                r = check_fail(ret_error,
+                                               "cpu%u: side-band switch in of %" PRIu32 " at %" PRIu64
+                                               " does not follow the CPU's switch to %" PRIu32,
+                                               c->cpu, pr.sid.tid, pr.sid.time, sw ? sw->tid : 0);
                                 break;
                         }
                 }

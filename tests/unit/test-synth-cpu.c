@@ -19,6 +19,11 @@ typedef struct Driver {
         unsigned n_switches;
         uint64_t last_switch;
         SynthThread *running;
+        /* Linux's two records per switch (TRUTH.md, "Side-band"). */
+        bool kernel;
+        unsigned n_out, n_in;
+        uint64_t out_tsc, in_tsc;
+        SynthThread *out_next, *in_prev;
 } Driver;
 
 static void sink(void *userdata, const uint8_t *p, size_t n) {
@@ -29,10 +34,48 @@ static void sink(void *userdata, const uint8_t *p, size_t n) {
         d->n_chunks++;
 }
 
+static void on_sched(SynthCpu *c, SynthSched what, SynthThread *prev, SynthThread *next, uint64_t tsc,
+                     void *userdata) {
+        Driver *d = userdata;
+
+        ASSERT_EQ(synth_cpu_tsc(c), tsc);
+        if (what == SYNTH_SCHED_OUT) {
+                /* Before the swap, in the old thread; the last switch is in. */
+                ASSERT_TRUE(prev == d->running);
+                ASSERT_EQ(d->n_out, d->n_switches);
+                ASSERT_EQ(d->n_in, d->n_switches);
+                ASSERT_TRUE(tsc >= d->in_tsc);
+                d->out_next = next;
+                d->out_tsc = tsc;
+                d->n_out++;
+        } else {
+                /* After the swap, in the new thread. */
+                ASSERT_TRUE(next == d->running);
+                ASSERT_EQ(d->n_in + 1, d->n_switches);
+                ASSERT_TRUE(tsc >= d->last_switch);
+                if (d->kernel)
+                        /* __perf_event_task_sched_in comes after __switch_to. */
+                        ASSERT_TRUE(tsc > d->last_switch);
+                else
+                        /* The switch path's own time lies between them. */
+                        ASSERT_TRUE(tsc - d->out_tsc >= 2100 / 4);
+                d->in_prev = prev;
+                d->in_tsc = tsc;
+                d->n_in++;
+        }
+}
+
 static void on_switch(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc, void *userdata) {
         Driver *d = userdata;
 
         ASSERT_TRUE(prev == d->running);
+        /* The switch-out came first, naming this thread; with the kernel
+         * traced, at __perf_event_task_sched_out(), before __switch_to. */
+        ASSERT_EQ(d->n_out, d->n_switches + 1);
+        ASSERT_TRUE(d->out_next == next);
+        ASSERT_TRUE(d->out_tsc <= tsc);
+        if (d->kernel)
+                ASSERT_TRUE(d->out_tsc < tsc);
         ASSERT_TRUE(tsc >= d->last_switch);
         ASSERT_EQ(synth_cpu_tsc(c), tsc);
         d->running = next;
@@ -48,7 +91,7 @@ static void run(bool kernel) {
         SynthProcess proc = {.pid = 500, .cr3 = 0x5000};
         SynthThread *a = NULL, *b = NULL, *idle = NULL;
         _cleanup_free_ char *error = NULL;
-        Driver d = {};
+        Driver d = {.kernel = kernel};
         SynthCpu cpu;
         SynthRng rng;
         struct pt_config cfg;
@@ -88,6 +131,7 @@ static void run(bool kernel) {
         t = UINT64_C(1) << 40;
         ASSERT_OK(synth_cpu_init(&cpu, 0, &cc, &k, t, idle, on_switch, &d));
         cpu.keep_truth = false;
+        cpu.on_sched = on_sched;
         ASSERT_OK(synth_cpu_start(&cpu, a));
         d.running = a;
         /* Our schedule: a, b, idle, a, ... in 30 µs slices, run in 5 µs steps. */
@@ -111,6 +155,8 @@ static void run(bool kernel) {
         ASSERT_TRUE(d.n_switches >= 6);
         ASSERT_TRUE(d.n_chunks > 12);
         ASSERT_EQ(cpu.n_switches, d.n_switches);
+        ASSERT_EQ(d.n_out, d.n_switches);
+        ASSERT_TRUE(d.n_in + 1 >= d.n_switches);
 
         /* The stream is well-formed from its first byte (it starts with PSB). */
         pt_config_init(&cfg);

@@ -101,9 +101,52 @@ static noinline struct task_struct *pick_next_task(struct rq *rq, struct task_st
         return pick_next_entity(rq);
 }
 
+/* perf's scheduler hooks (kernel/events/core.c): with switch events on,
+ * __perf_event_task_sched_out() writes the old task's SWITCH out record
+ * (perf_event_switch()) and __perf_event_task_sched_in() the new task's
+ * SWITCH in; the synthesizer writes those records where the walk calls
+ * them. perf's decoder knows the first by name (intel_pt_switch_ip():
+ * ptss_ip, "__perf_event_task_sched_out"). Global, so that the compiler
+ * keeps their names. */
+struct perf_switch_rec {
+        u32 type;
+        u16 misc, size;
+        u32 next_prev_pid, next_prev_tid;
+        u32 pid, tid;
+        u64 time;
+};
+
+static struct perf_switch_rec perf_switch_ring[8][16];
+static u32 perf_switch_head[8];
+
+static noinline void perf_event_switch(struct task_struct *task, struct task_struct *other, int sched_in) {
+        int cpu = this_rq()->cpu & 7;
+        struct perf_switch_rec *r = &perf_switch_ring[cpu][perf_switch_head[cpu]++ & 15];
+
+        r->type = 15; /* PERF_RECORD_SWITCH_CPU_WIDE */
+        r->misc = sched_in ? 0 : 0x2000;
+        if (!sched_in && task->state == 0)
+                r->misc |= 0x4000; /* PERF_RECORD_MISC_SWITCH_OUT_PREEMPT */
+        r->size = sizeof(*r);
+        r->next_prev_pid = (u32) other->tgid;
+        r->next_prev_tid = (u32) other->pid;
+        r->pid = (u32) task->tgid;
+        r->tid = (u32) task->pid;
+        r->time = sched_clock_base + jiffies;
+}
+
+__used noinline void __perf_event_task_sched_out(struct task_struct *prev, struct task_struct *next) {
+        perf_event_switch(prev, next, 0);
+}
+
+__used noinline void __perf_event_task_sched_in(struct task_struct *prev, struct task_struct *task) {
+        perf_event_switch(task, prev, 1);
+}
+
 static noinline void prepare_task_switch(struct rq *rq, struct task_struct *prev, struct task_struct *next) {
         rq->nr_switches++;
         next->on_cpu = 1;
+        __perf_event_task_sched_out(prev, next);
         if (trace_sched_enabled)
                 ptwrite64((u64) prev->pid << 32 | (u32) next->pid);
 }
@@ -153,6 +196,7 @@ __used noinline struct task_struct *__switch_to(struct task_struct *prev, struct
 static noinline void finish_task_switch(struct task_struct *prev) {
         struct rq *rq = this_rq();
 
+        __perf_event_task_sched_in(prev, rq->curr);
         prev->on_cpu = 0;
         if (prev->state == 0x80) /* TASK_DEAD */
                 printk("task %d dead\n", prev->pid);

@@ -57,7 +57,10 @@ int seg_update_time_event(SegState *s, const struct pt_event *ev) {
         return decode_attribution_refresh(&s->at, false);
 }
 
-DecodeRecord *seg_emit(SegState *s, DecodeRecordType type, uint8_t kind) {
+/* A record stamped with the decoder's position. Inline: the branch path
+ * below runs once per branch taken, and a call per step of it showed in
+ * the profile (issue 20). */
+static inline DecodeRecord *emit_record(SegState *s, DecodeRecordType type, uint8_t kind) {
         DecodeSegmentResult *res = s->res;
         DecodeRecord *r;
 
@@ -91,8 +94,12 @@ DecodeRecord *seg_emit(SegState *s, DecodeRecordType type, uint8_t kind) {
         return r;
 }
 
-int seg_emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64_t to) {
-        DecodeRecord *r = seg_emit(s, DECODE_RECORD_BRANCH, kind);
+DecodeRecord *seg_emit(SegState *s, DecodeRecordType type, uint8_t kind) {
+        return emit_record(s, type, kind);
+}
+
+static inline int emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64_t to) {
+        DecodeRecord *r = emit_record(s, DECODE_RECORD_BRANCH, kind);
 
         if (!r)
                 return -ENOMEM;
@@ -103,6 +110,10 @@ int seg_emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64_t 
             (kind == DECODE_BRANCH_JMP || kind == DECODE_BRANCH_CALL))
                 return decode_attribution_switch_to(&s->at, s->res->records, s->res->n_records);
         return 0;
+}
+
+int seg_emit_branch(SegState *s, DecodeBranchKind kind, uint64_t from, uint64_t to) {
+        return emit_branch(s, kind, from, to);
 }
 
 int seg_emit_event(SegState *s, DecodeEventKind kind, bool has_ip, uint64_t ip, uint64_t payload,
@@ -154,14 +165,14 @@ static int emit_error(SegState *s, int status, uint64_t ip, uint64_t count, cons
 int seg_classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret) {
         size_t slot = (size_t) ((b->end_ip ^ (b->end_ip >> 13) ^ ((uint64_t) b->isid << 7)) &
                                 (DECODE_CLASSIFY_CACHE_SIZE - 1));
+        DecodeClassifyEntry *e = &s->c->classify[slot];
         uint8_t buf[DECODE_INSN_MAX];
         const uint8_t *p = buf;
         size_t n = 0;
         int r;
 
-        if (!b->truncated && s->c->classify[slot].ip == b->end_ip && s->c->classify[slot].isid == b->isid &&
-            b->isid > 0) {
-                *ret = s->c->classify[slot].info;
+        if (!b->truncated && e->ip == b->end_ip && e->isid == b->isid && b->isid > 0) {
+                *ret = (DecodeInsnInfo){ .kind = e->kind, .length = e->length, .conditional = e->conditional };
                 return 0;
         }
         if (b->truncated) {
@@ -187,11 +198,14 @@ int seg_classify(SegState *s, const struct pt_block *b, DecodeInsnInfo *ret) {
         r = decode_insn_classify(p, n, ret);
         if (r < 0)
                 return r;
-        if (!b->truncated && b->isid > 0) {
-                s->c->classify[slot].ip = b->end_ip;
-                s->c->classify[slot].isid = b->isid;
-                s->c->classify[slot].info = *ret;
-        }
+        if (!b->truncated && b->isid > 0)
+                *e = (DecodeClassifyEntry){
+                        .ip = b->end_ip,
+                        .isid = b->isid,
+                        .kind = (uint8_t) ret->kind,
+                        .length = ret->length,
+                        .conditional = ret->conditional,
+                };
         return 0;
 }
 
@@ -202,7 +216,7 @@ int seg_resolve(SegState *s, uint64_t next_ip) {
         s->pending = false;
         if (s->pending_info.conditional && next_ip == s->pending_ip + s->pending_info.length)
                 return 0; /* not taken */
-        return seg_emit_branch(s, s->pending_info.kind, s->pending_ip, next_ip);
+        return emit_branch(s, s->pending_info.kind, s->pending_ip, next_ip);
 }
 
 int seg_flush_pwre(SegState *s) {

@@ -52,15 +52,24 @@ typedef struct DecodeRecordSink {
 /* What one thread decoding segments keeps between them: its libipt
  * images, caches in front of the shared symbolizer and of instruction
  * classification, scratch space. */
-#define DECODE_CLASSIFY_CACHE_SIZE 8192U
+/* Classification is keyed by (isid, IP) and direct-mapped. A miss costs a
+ * Zydis decode (about 900 instructions, more than libipt spends on a
+ * block), so the table holds a large kernel's working set of branch sites
+ * (a synthesized kernel+user trace has ~80,000): 64 Ki entries of 16
+ * bytes, 1 MiB a worker, its pages touched only as they fill. */
+#define DECODE_CLASSIFY_CACHE_SIZE 65536U
+typedef struct DecodeClassifyEntry {
+        uint64_t ip;
+        int32_t isid; /* 0: empty */
+        uint8_t kind; /* DecodeBranchKind */
+        uint8_t length;
+        bool conditional;
+} DecodeClassifyEntry;
+
 typedef struct DecodeSegmentCache {
         DecodeImageCache *images;
         DecodeSymCache syms;
-        struct {
-                uint64_t ip;
-                int isid;
-                DecodeInsnInfo info;
-        } classify[DECODE_CLASSIFY_CACHE_SIZE];
+        DecodeClassifyEntry classify[DECODE_CLASSIFY_CACHE_SIZE];
         DecodeStarts starts; /* the current segment's trace starts, with the kernel not traced */
 } DecodeSegmentCache;
 

@@ -35,9 +35,10 @@ int sim_backend_new(const SimBackendOptions *opts, PmuBackend **ret, char **ret_
                 .cpu_model = opts->cpu_model,
                 .source = src,
                 .keep_truth = opts->keep_truth,
-                /* The synthesizer costs tens of ms of CPU per ms of trace
-                 * at high rates: a freeze of every CPU must stay well under
-                 * a second however busy the machine (producer.c). */
+                /* The synthesizer costs about 20 ns of CPU per byte: a
+                 * freeze must stay bounded however busy the machine. The
+                 * floor of each CPU's budget, which grows with its ring up
+                 * to a cap (producer.c, sim_budget_ns()). */
                 .generation_budget_ns = SIM_GENERATION_BUDGET_NS,
         };
         r = pmu_sim_new(&po, ret);

@@ -40,9 +40,11 @@
  * Overflow. When the span would produce more than the ring holds (at the
  * density seen so far, starting from the configured rate), the hardware
  * would have gone round the ring: only the newest ring-full survives. We
- * generate only the time of the newest two ring-fulls (so the ring is full
- * even if the density estimate was high by up to half; and at least 5 ms,
- * as a source may hold back its newest millisecond), starting a new stream
+ * generate only the time of the newest ring-full and an eighth (so the
+ * ring is full even if the density estimate was a little high; and at
+ * least 5 ms, as a source may hold back its newest millisecond): what a
+ * freeze costs is then one ring-full's generation per CPU, whatever the
+ * time since the last DISABLE. We start there a new stream
  * with PSB+ (SIM_TRACE_FIRST, also after a stop: a decoder needs a PSB
  * where the kept trace begins, as it would find one within psb_period on
  * hardware, and the older stream it would resume is gone), and count the bytes
@@ -67,14 +69,17 @@
  * it was sent. Generation comes on top of that: unlike the hardware, the
  * emulated DISABLE costs the time to synthesize what it publishes. With
  * PmuSimOptions.generation_budget_ns (the simulated source, whose
- * synthesizer costs about a second of wall time per second of trace on a
- * busy machine) that time is bounded per CPU: from the cost per tick
- * measured at earlier spans, only the newest part of the span the budget
- * affords is generated and the time before passes without trace, the
- * stream ended and resumed around it (sim_budget()); a span that still
- * overruns twice the budget stops there. A freeze of every CPU so takes
- * tens of milliseconds per CPU, not seconds, while the side-band rings the
- * recorder cannot drain meanwhile fill up.
+ * synthesizer costs about 20 ns of CPU per byte of trace) that time is
+ * bounded per CPU by a budget proportional to the ring, with a floor and a
+ * hard cap (sim_budget_ns(): 40 ns per byte of the ring, at least
+ * generation_budget_ns, at most 0.5 s; stated in ptraced(8)): from the
+ * cost per tick measured at earlier spans, only the newest part of the
+ * span the budget affords is generated and the time before passes without
+ * trace, the stream ended and resumed around it (sim_budget()); a span
+ * that still overruns twice the budget stops there. A CPU's generation so
+ * takes at most 1 s (a 16 MiB ring at 500 MB/s: about 0.35 s on an idle
+ * machine), not the seconds a long span would cost, while the side-band
+ * rings the recorder cannot drain meanwhile fill up.
  */
 
 #include <x86intrin.h>
@@ -84,11 +89,13 @@
 
 /* Bytes per produce() call. */
 #define SIM_PIECE (64U * 1024)
-/* After an overflow, generate this many ring-fulls (in quarters) at the
- * density seen so far: the synthesizer's density wavers by tens of percent
- * from one stretch to the next with what runs, and a ring left part empty
- * would show less history than the hardware's full one. */
-#define SIM_OVERFLOW_MARGIN_QUARTERS 8U
+/* After an overflow, generate the time of this many ring-fulls (in
+ * eighths) at the density seen so far: the newest ring-full, the one the
+ * hardware's ring would hold (anything older it overwrote), and an eighth
+ * more, so that a density a little higher than estimated still fills the
+ * ring. The simulated source keeps its density at the rate (its token
+ * bucket), so the estimate is close. */
+#define SIM_OVERFLOW_MARGIN_EIGHTHS 9U
 /* ... and at least this much time: a source may hold its newest output
  * back (the synthesizer waits 0.4 ms for side-band and hands out less than
  * asked only after 1 ms), so a shorter stretch could come out empty. */
@@ -100,8 +107,13 @@
  * time per second of trace (1 ns per tick at 2 GHz): what the synthesizer
  * took for busy real CPUs at 20 MB/s on a loaded 2-core machine. */
 #define SIM_COST_GUESS (2e9 / (double) PMU_SIM_TSC_HZ)
-/* How many budgets a span may cost to show half a ring. */
-#define SIM_BUDGET_STRETCH 5
+/* The generation budget of one CPU's span (sim_budget_ns()): this much
+ * wall time per byte of its ring, twice what the simulated source costs
+ * (about 20 ns per byte, measured 2026-11-26), so that a ring-full fits;
+ * never less than PmuSimOptions.generation_budget_ns, never more than
+ * SIM_BUDGET_CAP_NS. */
+#define SIM_BUDGET_NS_PER_BYTE 40U
+#define SIM_BUDGET_CAP_NS (500 * NSEC_PER_MSEC)
 
 /* Called with e->lock held. */
 static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
@@ -211,11 +223,12 @@ static bool sim_produce_step(SimEvent *e, uint64_t until, uint64_t *generated, u
 }
 
 /* The span from gen_tsc to now would produce more than the ring holds: the
- * hardware went round it. Skip to the newest two ring-fulls' time (at
+ * hardware went round it. Skip to the newest ring-full's time and an
+ * eighth (SIM_OVERFLOW_MARGIN_EIGHTHS, at
  * least SIM_OVERFLOW_MIN_TICKS), counting the skipped bytes where the
  * kernel's write pointer would have moved, and begin there with a PSB. */
 static void sim_overflow(SimEvent *e, uint64_t now, double density) {
-        double cap = (double) e->aux_size * SIM_OVERFLOW_MARGIN_QUARTERS / 4;
+        double cap = (double) e->aux_size * SIM_OVERFLOW_MARGIN_EIGHTHS / 8;
         uint64_t keep, skip;
 
         if ((double) (now - e->gen_tsc) * density <= cap)
@@ -239,31 +252,36 @@ static void sim_overflow(SimEvent *e, uint64_t now, double density) {
         e->start = SIM_TRACE_FIRST;
 }
 
+/* What one CPU's span may cost (the rule ptraced(8) states under
+ * "Emulated PMU"): proportional to its ring, SIM_BUDGET_NS_PER_BYTE per
+ * byte, at least PmuSimOptions.generation_budget_ns and at most
+ * SIM_BUDGET_CAP_NS; 0 (no limit) without generation_budget_ns. */
+static uint64_t sim_budget_ns(const SimEvent *e) {
+        uint64_t floor = e->sim->opts.generation_budget_ns;
+
+        if (floor == 0)
+                return 0;
+        return MAX(floor, MIN((uint64_t) e->aux_size * SIM_BUDGET_NS_PER_BYTE, SIM_BUDGET_CAP_NS));
+}
+
 /* The span from gen_tsc to now would cost more than the generation budget
- * (PmuSimOptions.generation_budget_ns) at the wall time per TSC tick
- * generation took lately: only its newest part is generated, and the time
- * before passes without trace, as if tracing had been off. An emulator's
- * limit, not the hardware's: its DISABLE takes an IPI, ours the time to
- * synthesize what it publishes, and a freeze must not take seconds for a
- * rate the source cannot reach. A stream that runs is ended first
- * (SIM_TRACE_STOP) and resumed after the gap; one not begun yet (a start
- * owed, also after an overflow) just begins later. */
-static uint64_t sim_budget(SimEvent *e, uint64_t now, double density) {
-        uint64_t budget = e->sim->opts.generation_budget_ns, keep, half_ring;
+ * (sim_budget_ns()) at the wall time per TSC tick generation took lately:
+ * only its newest part is generated, and the time before passes without
+ * trace, as if tracing had been off. An emulator's limit, not the
+ * hardware's: its DISABLE takes an IPI, ours the time to synthesize what
+ * it publishes, and a freeze must not take seconds for a rate the source
+ * cannot reach. A stream that runs is ended first (SIM_TRACE_STOP) and
+ * resumed after the gap; one not begun yet (a start owed, also after an
+ * overflow) just begins later. Returns the budget. */
+static uint64_t sim_budget(SimEvent *e, uint64_t now) {
+        uint64_t budget = sim_budget_ns(e), keep;
         double cost = e->cost > 0 ? e->cost : SIM_COST_GUESS;
 
         if (budget == 0)
                 return 0;
-        /* At least half a ring at the density seen, so that the ring shows
-         * that much history and a rate can be measured from it
-         * (daemon/recorder/rates.c), unless that costs more than
-         * SIM_BUDGET_STRETCH budgets. */
-        keep = (uint64_t) ((double) budget / cost);
-        half_ring = (uint64_t) ((double) e->aux_size / 2 / density);
-        keep = MAX(keep, MIN(half_ring, keep * SIM_BUDGET_STRETCH));
-        keep = MAX(keep, SIM_COST_MIN_TICKS);
+        keep = MAX((uint64_t) ((double) budget / cost), SIM_COST_MIN_TICKS);
         if (now - e->gen_tsc <= keep)
-                return (uint64_t) ((double) (now - e->gen_tsc) * cost);
+                return budget;
         if (e->start == SIM_TRACE_RUN) {
                 sim_take_truth(e);
                 sim_produce_end(e, e->gen_tsc);
@@ -271,7 +289,7 @@ static uint64_t sim_budget(SimEvent *e, uint64_t now, double density) {
         }
         e->gen_tsc = now - keep;
         e->due = 0;
-        return (uint64_t) ((double) keep * cost);
+        return budget;
 }
 
 void sim_producer_catch_up(SimEvent *e) {
@@ -291,8 +309,7 @@ void sim_producer_catch_up(SimEvent *e) {
         }
 
         sim_overflow(e, now, e->density > 0 ? e->density : sim_rate_density(s));
-        budget = sim_budget(e, now, e->density > 0 ? e->density : sim_rate_density(s));
-        budget = budget > 0 ? MAX(budget, s->opts.generation_budget_ns) : 0;
+        budget = sim_budget(e, now);
         from = e->gen_tsc;
         started_ns = now_nsec(CLOCK_MONOTONIC);
         /* Steps that earn a piece each, at most 1 ms (the synthesizer's
@@ -308,11 +325,12 @@ void sim_producer_catch_up(SimEvent *e) {
                 t = reached = next;
                 if (!sim_produce_step(e, t, &generated, &last))
                         break;
-                /* Over twice what the span should cost (the estimate was
-                 * low, or this is the first span): the rest passes without
-                 * trace. The
-                 * source's stream stays where it is, and it skips ahead at
-                 * its next call as it does when it falls behind. */
+                /* Over twice the budget (the cost estimate was low, or
+                 * this is the first span): the rest passes without trace.
+                 * The source's stream stays where it is, and it skips
+                 * ahead at its next call as it does when it falls behind.
+                 * So one CPU's generation never takes more than twice
+                 * SIM_BUDGET_CAP_NS. */
                 if (budget > 0 && now_nsec(CLOCK_MONOTONIC) - started_ns > 2 * budget)
                         break;
         }

@@ -115,6 +115,30 @@
 #define SIM_BUDGET_NS_PER_BYTE 40U
 #define SIM_BUDGET_CAP_NS (500 * NSEC_PER_MSEC)
 
+/* Write into the AUX pages as the hardware does: through the memory
+ * itself (pwrite() to its memfd), not through a mapping of the emulator's
+ * own. A second mapping of the same pages would count them twice in the
+ * daemon's VmRSS once generation touched them, up to a whole ring per CPU
+ * (all of it after an overflow), and the daemon's RSS would then say
+ * nothing about the memory it holds (test-memory-max measures it).
+ * Returns false when the write failed (production on this CPU stops). */
+static bool sim_aux_pwrite(SimEvent *e, const uint8_t *p, size_t n, size_t off) {
+        while (n > 0) {
+                ssize_t k = pwrite(e->aux_memfd, p, n, (off_t) off);
+
+                if (k < 0 && errno == EINTR)
+                        continue;
+                if (k <= 0) {
+                        e->produce_error = k < 0 ? -errno : -EIO;
+                        return false;
+                }
+                p += k;
+                off += (size_t) k;
+                n -= (size_t) k;
+        }
+        return true;
+}
+
 /* Called with e->lock held. */
 static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
         size_t mask = e->aux_size - 1;
@@ -122,7 +146,8 @@ static void sim_aux_write(SimEvent *e, const uint8_t *p, size_t n) {
         while (n > 0) {
                 size_t off = (size_t) (e->total & mask), k = MIN(n, e->aux_size - off);
 
-                memcpy(e->aux + off, p, k);
+                if (!sim_aux_pwrite(e, p, k, off))
+                        return;
                 if (e->history) {
                         /* history holds the last aux_size bytes produced, linear */
                         size_t hoff = (size_t) (e->total % e->aux_size);
@@ -242,7 +267,12 @@ static void sim_overflow(SimEvent *e, uint64_t now, double density) {
          * would pass for it. Zeros are PAD packets to a decoder, and a ring
          * the newest trace fills leaves none. */
         sim_take_truth(e);
-        memset(e->aux, 0, e->aux_size);
+        for (size_t off = 0; off < e->aux_size; off += SIM_PIECE) {
+                static const uint8_t zeros[SIM_PIECE];
+
+                if (!sim_aux_pwrite(e, zeros, MIN((size_t) SIM_PIECE, e->aux_size - off), off))
+                        break;
+        }
         if (e->history)
                 memset(e->history, 0, e->aux_size);
         e->total += (uint64_t) ((double) skip * density);

@@ -118,8 +118,11 @@ static void sideband(Buffer *sb) {
         ASSERT_OK(perf_record_append_itrace_start(sb, PID, PID, &s));
 }
 
-static char *decode_as(DecodeFormat format, const uint8_t *trace, size_t size, const Buffer *jitdump,
-                       const char *perf_map, const void *memory, size_t memory_size, uint64_t *ret_errors) {
+/* The output, and its size in *ret_out_size when asked (Perfetto's
+ * protobuf is binary). */
+static char *decode_as_bytes(DecodeFormat format, const uint8_t *trace, size_t size, const Buffer *jitdump,
+                             const char *perf_map, const void *memory, size_t memory_size, uint64_t *ret_errors,
+                             size_t *ret_out_size) {
         _cleanup_(decode_input_freep) DecodeInput *in = NULL;
         _cleanup_buffer_ Buffer sb = BUFFER_NULL;
         DecodeJitClock clk = { .has_monotonic = true, .perf_minus_monotonic = (int64_t) OFFSET };
@@ -154,7 +157,12 @@ static char *decode_as(DecodeFormat format, const uint8_t *trace, size_t size, c
         }
         if (perf_map)
                 ASSERT_OK(decode_input_add_perf_map(in, PID, perf_map, strlen(perf_map)));
-        return decode_to_string(in, &opts, ret_errors);
+        return decode_to_bytes(in, &opts, ret_errors, ret_out_size);
+}
+
+static char *decode_as(DecodeFormat format, const uint8_t *trace, size_t size, const Buffer *jitdump,
+                       const char *perf_map, const void *memory, size_t memory_size, uint64_t *ret_errors) {
+        return decode_as_bytes(format, trace, size, jitdump, perf_map, memory, memory_size, ret_errors, NULL);
 }
 
 static char *decode(const uint8_t *trace, size_t size, const Buffer *jitdump, const char *perf_map,
@@ -165,6 +173,12 @@ static char *decode(const uint8_t *trace, size_t size, const Buffer *jitdump, co
 static void expect(const char *out, const char *want) {
         if (!strstr(out, want))
                 test_fail("expected \"%s\" in:\n%s", want, out);
+}
+
+/* In binary output: the name as its bytes (Perfetto interns it once). */
+static void expect_bytes(const char *out, size_t size, const char *want) {
+        if (!memmem(out, size, want, strlen(want)))
+                test_fail("expected \"%s\" in %zu bytes of output", want, size);
 }
 
 static void test_loads_by_time(void) {
@@ -197,14 +211,17 @@ static void test_loads_by_time(void) {
         /* The names in every format. */
         {
                 static const DecodeFormat formats[] = { DECODE_FORMAT_CALLS, DECODE_FORMAT_PERFETTO,
-                                                        DECODE_FORMAT_JSON, DECODE_FORMAT_FOLDED };
+                                                        DECODE_FORMAT_CHROME_JSON, DECODE_FORMAT_JSON,
+                                                        DECODE_FORMAT_FOLDED };
                 for (size_t i = 0; i < ELEMENTSOF(formats); i++) {
-                        _cleanup_free_ char *o = decode_as(formats[i], t.buf, size, &jd, NULL, NULL, 0, &errors);
+                        size_t n = 0;
+                        _cleanup_free_ char *o = decode_as_bytes(formats[i], t.buf, size, &jd, NULL, NULL, 0, &errors,
+                                                                 &n);
 
                         ASSERT_EQ(errors, 0);
                         /* Calls into each load's code (hotB has none). */
-                        expect(o, "JS:*hotA");
-                        expect(o, "JS:*hotC");
+                        expect_bytes(o, n, "JS:*hotA");
+                        expect_bytes(o, n, "JS:*hotC");
                         if (formats[i] == DECODE_FORMAT_CALLS || formats[i] == DECODE_FORMAT_JSON)
                                 expect(o, "JS:*hotB");
                 }

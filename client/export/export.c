@@ -56,6 +56,7 @@ int export_perf(const char *bundle, const char *outdir, const char *const *cmdli
         _cleanup_(export_perf_result_done) ExportPerfResult res = {};
         _cleanup_(export_jit_dumps_done) ExportJitDumps jit = {};
         _cleanup_close_ int outfd = -EBADF;
+        _cleanup_free_ char *abs = NULL;
         const BundleManifest *m;
         bool created = false;
         int r;
@@ -93,19 +94,18 @@ int export_perf(const char *bundle, const char *outdir, const char *const *cmdli
                         return export_error(ret_error, -EEXIST, "%s exists and is not empty", outdir);
         }
 
-        {
-                _cleanup_free_ char *abs = realpath(outdir, NULL);
-
-                if (!abs)
-                        return export_error(ret_error, -errno, "cannot resolve %s: %m", outdir);
-                r = export_jit(br, m, outfd, abs, &jit, &res, ret_error);
-        }
+        abs = realpath(outdir, NULL);
+        if (!abs)
+                return export_error(ret_error, -errno, "cannot resolve %s: %m", outdir);
+        r = export_jit(br, m, outfd, abs, &jit, &res, ret_error);
         if (r >= 0)
                 r = export_perf_data(br, m, outfd, cmdline, &jit, &res, ret_error);
         if (r >= 0)
                 r = export_kcore_dir(br, m, outfd, &res, ret_error);
         if (r >= 0)
                 r = export_symfs(br, m, outfd, &res, ret_error);
+        if (r >= 0)
+                r = export_jit_symfs_link(outfd, abs, &jit, ret_error);
         if (r < 0) {
                 /* Leave nothing half-written behind. */
                 if (created)

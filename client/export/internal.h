@@ -37,9 +37,14 @@ void export_jit_dumps_done(ExportJitDumps *j);
 /* The path an MMAP2 record of pid naming filename is rewritten to, or NULL. */
 const char *export_jit_dump_path(const ExportJitDumps *j, uint32_t pid, const char *filename);
 
+/* The directory of rel under dirfd, made as needed (like mkdir -p of its
+ * parent, never following a symlink), and rel's last component. */
+int export_open_parent(int dirfd, const char *rel, int *ret_fd, const char **ret_base);
+
 /* The steps of export_perf(), each into the directory outfd. */
 int export_jit(BundleReader *br, const BundleManifest *m, int outfd, const char *outdir_abs, ExportJitDumps *ret,
                ExportPerfResult *res, char **ret_error);
+int export_jit_symfs_link(int outfd, const char *outdir_abs, const ExportJitDumps *jit, char **ret_error);
 int export_perf_data(BundleReader *br, const BundleManifest *m, int outfd, const char *const *cmdline,
                      const ExportJitDumps *jit, ExportPerfResult *res, char **ret_error);
 int export_kcore_dir(BundleReader *br, const BundleManifest *m, int outfd, ExportPerfResult *res,

@@ -45,6 +45,28 @@ const char *export_jit_dump_path(const ExportJitDumps *j, uint32_t pid, const ch
         return NULL;
 }
 
+/* The TSC of the oldest trace of any CPU, 0 when none tells.
+ *
+ * The bundle's side-band states each process as of the window's start
+ * (its MMAP2 of the JIT's anonymous memory among them), at a time before
+ * the oldest trace (dump_job_assemble()). A code load older than that
+ * state would come before the anonymous mapping in perf's time order, and
+ * perf keeps the newer of two overlapping maps (maps__fixup_overlappings()),
+ * so perf script would name the //anon map, not the jitted-<pid>-<n>.so
+ * perf inject made. In a recording by perf the anonymous mapping comes
+ * first, as the JIT maps its memory before it writes code there. So a load
+ * from before the trace is dated at the trace's start: it was in place
+ * then, which is all the trace needs; loads within the trace keep their
+ * times, and equal times keep the jitdump's order. */
+static uint64_t trace_start_tsc(const BundleManifest *m) {
+        uint64_t t = UINT64_MAX;
+
+        for (size_t i = 0; i < m->n_cpus; i++)
+                if (m->cpus[i].has_time && m->cpus[i].first_tsc > 0)
+                        t = MIN(t, m->cpus[i].first_tsc);
+        return t == UINT64_MAX ? 0 : t;
+}
+
 /* Rewrite the times of the jitdump in data (in place) to TSC; a note and
  * false when that cannot be done. */
 static bool to_tsc(const BundleManifest *m, uint8_t *data, size_t size, const char *member, ExportPerfResult *res) {
@@ -52,7 +74,7 @@ static bool to_tsc(const BundleManifest *m, uint8_t *data, size_t size, const ch
         int64_t offset = (int64_t) (m->trigger.perf_time - m->trigger.monotonic_ns);
         JitdumpReader r;
         JitdumpRecord rec;
-        uint64_t flags;
+        uint64_t flags, not_before = trace_start_tsc(m);
         int k;
 
         if (jitdump_reader_init(&r, data, size, &error) < 0) {
@@ -72,7 +94,7 @@ static bool to_tsc(const BundleManifest *m, uint8_t *data, size_t size, const ch
                 uint64_t t = rec.timestamp, tsc;
 
                 t = offset < 0 && t < (uint64_t) -offset ? 0 : t + (uint64_t) offset;
-                tsc = perf_time_to_tsc(&m->tsc.conversion, t);
+                tsc = MAX(perf_time_to_tsc(&m->tsc.conversion, t), not_before);
                 memcpy(data + rec.offset + 8, &tsc, 8); /* struct jr_prefix: id, total_size, timestamp */
         }
         if (k < 0)
@@ -141,5 +163,29 @@ int export_jit(BundleReader *br, const BundleManifest *m, int outfd, const char 
                 ret->n++;
                 res->n_jitdumps++;
         }
+        return 0;
+}
+
+/* perf inject --jit writes jitted-<pid>-<n>.so next to the jitdump and
+ * names it by that absolute path (OUTDIR/jit/...) in its MMAP2 records;
+ * perf script --symfs DIR looks for every DSO at DIR + its path
+ * (dso__read_binary_type_filename(), DSO_BINARY_TYPE__SYSTEM_PATH_DSO).
+ * So symfs/OUTDIR/jit is a link to OUTDIR/jit: the same files with or
+ * without --symfs. */
+int export_jit_symfs_link(int outfd, const char *outdir_abs, const ExportJitDumps *jit, char **ret_error) {
+        _cleanup_free_ char *rel = NULL, *target = NULL;
+        _cleanup_close_ int pfd = -EBADF;
+        const char *base;
+        int r;
+
+        if (jit->n == 0)
+                return 0;
+        if (asprintf(&rel, "symfs%s/jit", outdir_abs) < 0 || asprintf(&target, "%s/jit", outdir_abs) < 0)
+                return -ENOMEM;
+        r = export_open_parent(outfd, rel, &pfd, &base);
+        if (r < 0)
+                return export_error(ret_error, r, "cannot create the directories of %s: %s", rel, strerror(-r));
+        if (symlinkat(target, pfd, base) < 0)
+                return export_error(ret_error, -errno, "cannot link %s to %s: %m", rel, target);
         return 0;
 }

@@ -77,7 +77,7 @@ char *export_symfs_path(const char *path) {
 
 /* mkdir -p of rel's parent under dirfd, refusing to pass through anything
  * that is not a directory we made (O_NOFOLLOW|O_DIRECTORY at each step). */
-static int open_parent(int dirfd, const char *rel, int *ret_fd, const char **ret_base) {
+int export_open_parent(int dirfd, const char *rel, int *ret_fd, const char **ret_base) {
         _cleanup_free_ char *copy = strdup(rel);
         _cleanup_close_ int cur = -EBADF;
         char *c, *slash;
@@ -147,7 +147,7 @@ int export_symfs(BundleReader *br, const BundleManifest *m, int outfd, ExportPer
                                         return r;
                                 continue;
                         }
-                        r = open_parent(symfs, rel, &pfd, &base);
+                        r = export_open_parent(symfs, rel, &pfd, &base);
                         if (r >= 0) {
                                 /* One copy per image; further paths are links to it. */
                                 if (first && linkat(symfs, first, pfd, base, 0) >= 0)

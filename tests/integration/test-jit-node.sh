@@ -111,9 +111,23 @@ else
         fail "perf inject --jit failed: $(tail -n 5 "$tmp/inject.log")"
     ls "$tmp/export/jit"/jitted-"$npid"-*.so >/dev/null 2>&1 ||
         fail "perf inject --jit made no jitted-$npid-*.so: $(tail -n 5 "$tmp/inject.log")"
-    # Not checked yet: that perf script then names the JIT frames through
-    # the jitted-*.so files (with perf 6.1 here it did not; see the
-    # issue's report).
     echo "perf inject --jit made $(ls "$tmp/export/jit"/jitted-"$npid"-*.so | wc -l) jitted-$npid-*.so"
+    # perf script, with the export's symfs as the README says, names JIT
+    # code through those files, with the names ptctl gives the same code.
+    # (Not necessarily the hot function: V8 buffers its jitdump, so the
+    # newest code load can be cut off in the file at dump time; ptctl then
+    # names it from the memory and the perf map, perf cannot.)
+    "$perf" script -i "$tmp/export/data.jit" --symfs "$tmp/export/symfs" --itrace=b -F tid,ip,sym,dso \
+        >"$tmp/perf.script" 2>"$tmp/perf.err" || fail "perf script failed: $(tail -n 5 "$tmp/perf.err")"
+    grep "jitted-$npid-" "$tmp/perf.script" | grep -o "JS:[^ ]*" | sort -u >"$tmp/perf.jsnames" || true
+    if ! grep -q "jitted-$npid-" "$tmp/branches"; then
+        echo "perf's JIT names not checked: no code of a complete jitdump load ran in this window"
+    elif [ ! -s "$tmp/perf.jsnames" ]; then
+        fail "ptctl names code of jitdump loads, perf script none through jitted-$npid-*.so ($(grep -c perf-"$npid".map "$tmp/perf.script") branches in /tmp/perf-$npid.map)"
+    fi
+    grep -o "JS:[^ ]*" "$tmp/branches" | sort -u >"$tmp/ptctl.jsnames" || true
+    missing=$(comm -23 "$tmp/perf.jsnames" "$tmp/ptctl.jsnames" | head -n 5)
+    [ -z "$missing" ] || fail "perf names JIT code ptctl does not: $missing"
+    echo "perf script names $(wc -l <"$tmp/perf.jsnames") JIT functions through jitted-$npid-*.so, all named by ptctl too"
 fi
 echo "ok: $name named in the call trace of node (pid $npid)"

@@ -319,7 +319,11 @@ def check(data):
     return counts, by_tid
 
 
-CALL_LINE = re.compile(r"^\S+ \[\d+\] .*/(-?\d+) (?:\[(\d+)\])?( *)-> (\S+)")
+CALL_LINE = re.compile(r"^\S+ \[\d+\] .*/(-?\d+) (?:\[(\d+)\])?( *)-> (.+)$")
+# What calls.c puts after the function: " [kind]" for calls that are not
+# plain calls, then " (dso)" where the DSO changes. A function's own name
+# may hold spaces (JIT code: "JS:^f node:internal/util:681:30").
+CALL_SUFFIX = re.compile(r"(?: \[[a-z_]+\])?(?: \([^() ]+\))?$")
 
 
 def read_calls(path):
@@ -330,7 +334,7 @@ def read_calls(path):
             continue
         tid = int(m.group(1))
         depth = int(m.group(2)) if m.group(2) else len(m.group(3)) // 2
-        by_tid.setdefault(tid, []).append((m.group(4), depth))
+        by_tid.setdefault(tid, []).append((CALL_SUFFIX.sub("", m.group(4), count=1), depth))
     return by_tid
 
 

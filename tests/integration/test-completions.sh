@@ -22,8 +22,12 @@ complete_words() { # the words of a command line, the last being completed
 got=$(complete_words ptctl "" | sort)
 [ "$got" = "$verbs" ] || { echo "FAIL: bash completes the verbs as"; echo "$got"; echo "not"; echo "$verbs"; exit 1; }
 [ "$(complete_words ptctl --json snap)" = snapshot ] || { echo "FAIL: 'ptctl --json snap' does not complete to snapshot"; exit 1; }
-complete_words ptctl decode --for | grep -qx -- --format || { echo "FAIL: 'ptctl decode --for' does not offer --format"; exit 1; }
-complete_words ptctl status --j | grep -qx -- --json || { echo "FAIL: global --json not offered after a verb"; exit 1; }
+# (Into a variable first: under pipefail, grep -q leaving early can kill
+# the writer with SIGPIPE and fail the pipeline although it matched.)
+got=$(complete_words ptctl decode --for)
+grep -qx -- --format <<<"$got" || { echo "FAIL: 'ptctl decode --for' does not offer --format"; exit 1; }
+got=$(complete_words ptctl status --j)
+grep -qx -- --json <<<"$got" || { echo "FAIL: global --json not offered after a verb"; exit 1; }
 [ "$(complete_words ptctl watchdog re | sort | tr '\n' ' ')" = "register remove " ] ||
     { echo "FAIL: watchdog actions"; exit 1; }
 echo "bash: $(echo "$verbs" | wc -l) verbs and their options complete"

@@ -57,7 +57,11 @@ const char *export_jit_dump_path(const ExportJitDumps *j, uint32_t pid, const ch
  * first, as the JIT maps its memory before it writes code there. So a load
  * from before the trace is dated at the trace's start: it was in place
  * then, which is all the trace needs; loads within the trace keep their
- * times, and equal times keep the jitdump's order. */
+ * times, and equal times keep the jitdump's order: perf inject --jit writes
+ * the loads in the jitdump's order, and perf's time ordering puts an event
+ * after every queued one of the same time (queue_event() in
+ * tools/perf/util/ordered-events.c walks past equal timestamps in both
+ * directions), so it is stable. */
 static uint64_t trace_start_tsc(const BundleManifest *m) {
         uint64_t t = UINT64_MAX;
 

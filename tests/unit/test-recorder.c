@@ -465,7 +465,7 @@ static void test_sideband_drain(void) {
  * twice IPI (it did before the copy threads were handed their first CPU at
  * once). The first freeze is the parallel kind: no copy was measured yet. */
 static void test_copy_while_freezing(void) {
-        const uint64_t ipi = 50 * NSEC_PER_MSEC;
+        const uint64_t ipi = 100 * NSEC_PER_MSEC;
         Fixture f;
 
         fixture_init_ipi(&f, 2, 1 << 20, 64 * 1024, ipi);
@@ -480,10 +480,10 @@ static void test_copy_while_freezing(void) {
                (s->cpus[1].disabled_at - s->cpus[0].disabled_at) / 1000,
                (s->cpus[0].enabled_at - s->cpus[0].disabled_at) / 1000);
         ASSERT_TRUE(s->cpus[0].copy_started_at < s->cpus[1].disabled_at);
-        ASSERT_TRUE(s->cpus[0].enabled_at - s->cpus[0].disabled_at < 2 * ipi - 10 * NSEC_PER_MSEC);
+        ASSERT_TRUE(s->cpus[0].enabled_at - s->cpus[0].disabled_at < 2 * ipi - 20 * NSEC_PER_MSEC);
         fixture_done(&f);
 }
 
-RUN_TESTS(TEST(test_trigger_time), TEST(test_copy_while_freezing), TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle),
+RUN_TESTS(TEST(test_trigger_time), TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle),
           TEST(test_busy_retry), TEST(test_busy_causes), TEST(test_rates_and_resize),
-          TEST(test_sideband_drain));
+          TEST(test_sideband_drain), TEST(test_copy_while_freezing));

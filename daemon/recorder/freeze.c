@@ -48,7 +48,13 @@ RecorderSnapshot *recorder_snapshot_free(RecorderSnapshot *s) {
         return mfree(s);
 }
 
-/* Copy one frozen CPU and let it trace again at once; returns the bytes. */
+/* Copy one frozen CPU and let it trace again at once; returns the bytes.
+ * Its DISABLE has returned: the kernel stopped the trace on that CPU in
+ * the IPI the ioctl waited for (pt_event_stop() → perf_aux_output_end(),
+ * which stores aux_head in the user page), so the head and the bytes
+ * behind it are final until our ENABLE. On a copy thread the job came
+ * under r->lock, after the DISABLE returned on the freezing thread, so the
+ * head it reads is that one. Nothing but the copy is between the two. */
 static size_t copy_one(Recorder *r, RecorderSnapshot *s, CopyJob job) {
         RecorderCpu *c = &r->cpus[job.cpu];
         SnapshotCpu *sc = &s->cpus[job.slot];
@@ -63,8 +69,10 @@ static size_t copy_one(Recorder *r, RecorderSnapshot *s, CopyJob job) {
         sc->aux_size = c->aux_size;
         sc->pt_id = c->pt_id;
         nsec_t t = now_nsec(CLOCK_MONOTONIC);
+        sc->copy_started_at = t;
         sc->size = aux_copy_snapshot(c->aux, c->aux_size, head, c->wrapped, c->copy);
-        t = now_nsec(CLOCK_MONOTONIC) - t;
+        sc->copied_at = now_nsec(CLOCK_MONOTONIC);
+        t = sc->copied_at - t;
         sc->data = c->copy;
         sc->capacity = c->copy_capacity;
         c->copy = NULL;
@@ -148,7 +156,8 @@ void *recorder_copy_thread(void *userdata) {
 int recorder_freeze(Recorder *r, nsec_t trigger_at) {
         _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = NULL;
         CopyJob *q;
-        size_t n = 0, copied = 0, queued = 0;
+        size_t n = 0, copied = 0, queued = 0, published = 0, to_freeze = 0, visited = 0;
+        unsigned early = 0;
         bool serial;
 
         if (r->freezing)
@@ -166,6 +175,9 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 return -ENOMEM;
         s->trigger_at = trigger_at;
         serial = freeze_serial(r);
+        for (size_t i = 0; i < r->n_cpus; i++)
+                if (r->cpus[i].state == RECORDER_CPU_RECORDING && r->cpus[i].copy)
+                        to_freeze++;
 
         pthread_mutex_lock(&r->lock);
         r->current = s;
@@ -176,9 +188,14 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
 
         /* Freeze first, everything else after: the time from the trigger to
          * the last DISABLE is what lets the moment of interest slip out.
-         * Nothing else of ours runs meanwhile: the copy threads are woken
-         * only when every CPU is frozen, so they do not take the CPU from
-         * under the loop on a small machine. */
+         * The copy threads, one per online CPU but one, each have a core
+         * the freezing thread does not use: each takes the first CPU it is
+         * given as soon as that CPU is frozen, so that CPU's blackout is
+         * its own copy, not the DISABLEs of every CPU after it. The jobs
+         * beyond one per thread are published only when every CPU is
+         * frozen, so our own threads never outnumber the cores and never
+         * take the CPU from under this loop. The last CPU is never handed
+         * out early: this thread, awake already, is about to copy. */
         for (size_t i = 0; i < r->n_cpus; i++) {
                 RecorderCpu *c = &r->cpus[i];
                 SnapshotCpu *sc;
@@ -187,12 +204,14 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
 
                 if (c->state != RECORDER_CPU_RECORDING || !c->copy)
                         continue;
+                visited++;
                 sc = &s->cpus[s->n_cpus];
                 *sc = (SnapshotCpu){
                         .cpu = c->cpu,
                         .restarts = c->restarts,
                         .restarted_time = c->restarted_time,
                 };
+                sc->disable_asked_at = now_nsec(CLOCK_MONOTONIC);
                 k = pmu_backend_ioctl(r->opts.backend, c->pt_fd, PERF_EVENT_IOC_DISABLE, 0);
                 sc->disabled_at = now_nsec(CLOCK_MONOTONIC);
                 job = (CopyJob){ .cpu = (unsigned) i, .slot = (unsigned) s->n_cpus };
@@ -202,14 +221,24 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                         continue;
                 }
                 n++;
-                if (serial)
+                if (serial) {
                         (void) copy_one(r, s, job);
-                else
-                        /* Published under the lock below: a copy thread that
-                         * wakes meanwhile (spuriously, or still looking after
-                         * the last freeze) must not take a job before its
-                         * share is counted in `pending`. */
-                        q[queued++] = job;
+                        continue;
+                }
+                /* Published under the lock: a copy thread that wakes
+                 * (spuriously, or still looking after the last freeze) must
+                 * not take a job before its share is counted in `pending`.
+                 * Past queue_len the array is ours alone. */
+                q[queued++] = job;
+                if (early < r->n_threads && visited < to_freeze) {
+                        pthread_mutex_lock(&r->lock);
+                        r->queue_len = queued;
+                        r->pending += (unsigned) (queued - published);
+                        published = queued;
+                        pthread_cond_signal(&r->cond);
+                        pthread_mutex_unlock(&r->lock);
+                        early++;
+                }
         }
         s->frozen_at = now_nsec(CLOCK_MONOTONIC);
 
@@ -223,9 +252,9 @@ int recorder_freeze(Recorder *r, nsec_t trigger_at) {
                 return -ENODEV;
         }
         r->queue_len = queued;
-        r->pending += (unsigned) r->queue_len;
+        r->pending += (unsigned) (queued - published);
         /* Copy threads for all but the CPU we copy first ourselves. */
-        if (r->queue_len > 1)
+        if (r->queue_len - r->queue_pos > 1)
                 pthread_cond_broadcast(&r->cond);
 
         /* Copy what the copy threads have not taken yet, up to a budget:

@@ -63,7 +63,19 @@ typedef struct SnapshotCpu {
         bool wrapped;
         uint64_t aux_head;  /* offset within the buffer at the freeze */
         uint64_t aux_size;  /* the buffer's size */
-        nsec_t disabled_at; /* CLOCK_MONOTONIC */
+        /* CLOCK_MONOTONIC. disable_asked_at: the DISABLE was asked for.
+         * disabled_at: it returned (the trace stopped no later).
+         * copy_started_at, copied_at: the copy began, and was done with
+         * ENABLE asked for at once; from disabled_at to copied_at the CPU
+         * is dark for ptraced's reasons, but for the DISABLEs of other CPUs
+         * that fall in between. enabled_at: the ENABLE returned. What an
+         * ENABLE or DISABLE takes is the kernel's (an IPI to the CPU:
+         * cpu_function_call() in _perf_event_enable() and
+         * _perf_event_disable()), or the emulated PMU's stand-in for it. */
+        nsec_t disable_asked_at;
+        nsec_t disabled_at;
+        nsec_t copy_started_at;
+        nsec_t copied_at;
         nsec_t enabled_at;
         uint64_t pt_id;     /* the intel_pt event's id, as in its AUX records */
         /* Times the CPU's events were reopened after a hotplug or resume,

@@ -5,8 +5,18 @@
  *
  *  - trigger-to-frozen latency: from the trigger to the last intel_pt event
  *    disabled (p50/p99 over many freezes), for 2..64 emulated CPUs;
- *  - blackout per CPU (disable to re-enable) against a plain memcpy of the
- *    same bytes on this machine, with the ratio;
+ *  - blackout per CPU against a plain memcpy of the same bytes on this
+ *    machine, with the ratio. The blackout is ptraced's own: from the
+ *    CPU's DISABLE returned (its trace stopped no later) to the ENABLE
+ *    asked for, its copy done. What ENABLE takes after that is the
+ *    kernel's (an IPI to the CPU, cpu_function_call() in
+ *    _perf_event_enable()), here the emulated PMU's stand-in for it
+ *    (PMU_SIM_IPI_LATENCY_DEFAULT_NS of spinning): printed apart, as
+ *    "ENABLE", with what a DISABLE takes ("DISABLE": the emulated IPI and
+ *    the emulator generating the trace it publishes, a real IPI on
+ *    hardware). The time a CPU's copy waited to begin (for a copy thread,
+ *    or for the other CPUs' DISABLEs) is in the blackout and printed
+ *    apart too ("copy wait");
  *  - freeze-to-thaw of the whole snapshot.
  *
  * The emulated PMU's producer threads stand in for hardware that costs no
@@ -73,13 +83,22 @@ typedef struct Result {
         uint64_t size;
         uint64_t freeze_p50, freeze_p99; /* ns */
         uint64_t blackout_p50, blackout_p99;
-        uint64_t memcpy_p50;
+        uint64_t wait_p50, disable_p50, enable_p50;
+        uint64_t copied_p50; /* bytes per CPU */
+        uint64_t memcpy_p50, memcpy_idle_p50;
         uint64_t thaw_p50;
 } Result;
 
+/* The pause between two freezes of a case. */
+#define BENCH_IDLE_MSEC 2
+
 /* memcpy of `size` bytes from a mapped buffer into prefaulted memory, the
- * way the recorder copies: the baseline its blackout is compared with. */
-static uint64_t memcpy_ns(uint64_t size, unsigned rounds) {
+ * way the recorder copies: the baseline its blackout is compared with.
+ * Back to back (idle_msec 0), both buffers are warm in the caches and the
+ * TLB; after idle_msec of sleep, as each freeze of the bench comes, they
+ * are not (other tasks ran on the core meanwhile), and neither is a ring
+ * at a freeze. */
+static uint64_t memcpy_ns(uint64_t size, unsigned rounds, unsigned idle_msec) {
         uint8_t *src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         uint8_t *dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
         uint64_t *v = calloc(rounds, sizeof(uint64_t)), r;
@@ -87,7 +106,11 @@ static uint64_t memcpy_ns(uint64_t size, unsigned rounds) {
         ASSERT_TRUE(src != MAP_FAILED && dst != MAP_FAILED && v);
         memset(src, 0x5a, size);
         for (unsigned i = 0; i < rounds; i++) {
-                nsec_t t = now_nsec(CLOCK_MONOTONIC);
+                nsec_t t;
+
+                if (idle_msec > 0)
+                        (void) poll(NULL, 0, (int) idle_msec);
+                t = now_nsec(CLOCK_MONOTONIC);
                 memcpy(dst, src, size);
                 __asm__ volatile("" ::"r"(dst) : "memory");
                 v[i] = now_nsec(CLOCK_MONOTONIC) - t;
@@ -106,7 +129,11 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
         Recorder *rec = NULL;
         char *err = NULL;
         uint64_t *freeze = calloc(rounds, sizeof(uint64_t)), *thaw = calloc(rounds, sizeof(uint64_t));
-        uint64_t *blackout = calloc((size_t) rounds * cpus, sizeof(uint64_t)), copied = 0;
+        uint64_t *blackout = calloc((size_t) rounds * cpus, sizeof(uint64_t));
+        uint64_t *wait = calloc((size_t) rounds * cpus, sizeof(uint64_t));
+        uint64_t *disable = calloc((size_t) rounds * cpus, sizeof(uint64_t));
+        uint64_t *enable = calloc((size_t) rounds * cpus, sizeof(uint64_t));
+        uint64_t *copied = calloc((size_t) rounds * cpus, sizeof(uint64_t));
         size_t nb = 0;
 
         ASSERT_OK(pmu_load(b->sysfs_root, "intel_pt", &pmu));
@@ -121,9 +148,11 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
         if (recorder_n_recording(rec) != cpus)
                 test_skip("only %u of %u emulated CPUs record (run as root)", recorder_n_recording(rec), cpus);
 
-        /* Fill every ring (or 2 MiB of it) so the copies have substance. */
+        /* Fill every ring until it wrapped, so that every copy is the whole
+         * ring, as on a busy CPU, and the memcpy baseline is of the same
+         * bytes. */
         for (unsigned c = 0; c < cpus; c++)
-                while (pmu_sim_bytes_produced(b, c) < MIN(size, (uint64_t) 2 << 20))
+                while (pmu_sim_bytes_produced(b, c) < size + 4096)
                         (void) poll(NULL, 0, 5);
 
         for (unsigned i = 0; i < rounds; i++) {
@@ -137,12 +166,18 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
                 freeze[i] = s->frozen_at - s->trigger_at;
                 thaw[i] = s->thawed_at - s->trigger_at;
                 for (size_t c = 0; c < s->n_cpus; c++) {
-                        blackout[nb++] = s->cpus[c].enabled_at - s->cpus[c].disabled_at;
-                        copied = MAX(copied, (uint64_t) s->cpus[c].size);
+                        const SnapshotCpu *sc = &s->cpus[c];
+
+                        ASSERT_OK(sc->error);
+                        blackout[nb] = sc->copied_at - sc->disabled_at;
+                        wait[nb] = sc->copy_started_at - sc->disabled_at;
+                        disable[nb] = sc->disabled_at - sc->disable_asked_at;
+                        enable[nb] = sc->enabled_at - sc->copied_at;
+                        copied[nb++] = sc->size;
                 }
                 recorder_snapshot_free(s);
                 ASSERT_OK(recorder_replenish(rec));
-                (void) poll(NULL, 0, 2);
+                (void) poll(NULL, 0, BENCH_IDLE_MSEC);
         }
 
         *res = (Result){
@@ -152,10 +187,15 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
                 .freeze_p99 = pct(freeze, rounds, 99),
                 .blackout_p50 = pct(blackout, nb, 50),
                 .blackout_p99 = pct(blackout, nb, 99),
+                .wait_p50 = pct(wait, nb, 50),
+                .disable_p50 = pct(disable, nb, 50),
+                .enable_p50 = pct(enable, nb, 50),
+                .copied_p50 = pct(copied, nb, 50),
                 .thaw_p50 = pct(thaw, rounds, 50),
-                /* The same number of bytes as the largest per-CPU copy. */
-                .memcpy_p50 = memcpy_ns(MAX(copied, (uint64_t) 4096), MAX(rounds / 2, 5U)),
         };
+        /* The same number of bytes as a CPU's copy (the whole ring). */
+        res->memcpy_p50 = memcpy_ns(MAX(res->copied_p50, (uint64_t) 4096), MAX(rounds / 2, 5U), 0);
+        res->memcpy_idle_p50 = memcpy_ns(MAX(res->copied_p50, (uint64_t) 4096), MAX(rounds / 2, 5U), BENCH_IDLE_MSEC);
 
         recorder_free(rec);
         pt_event_config_done(&ev);
@@ -164,6 +204,10 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
         free(freeze);
         free(thaw);
         free(blackout);
+        free(wait);
+        free(disable);
+        free(enable);
+        free(copied);
         free(err);
 }
 
@@ -200,8 +244,9 @@ int main(int argc, char **argv) {
                 perror(json);
                 return 1;
         }
-        printf("| CPUs | ring | trigger→frozen p50 | p99 | blackout/CPU p50 | p99 | memcpy same bytes | ratio | "
-               "trigger→all thawed p50 | trace production/CPU |\n|---|---|---|---|---|---|---|---|---|---|\n");
+        printf("| CPUs | ring | trigger→frozen p50 | p99 | blackout/CPU p50 | p99 | copy wait p50 | memcpy same bytes | "
+               "ratio | memcpy after idle | ratio | DISABLE p50 | ENABLE p50 | trigger→all thawed p50 | trace production/CPU |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         if (jf)
                 fprintf(jf, "[\n");
         for (size_t i = 0; i < n_cases; i++) {
@@ -215,19 +260,27 @@ int main(int argc, char **argv) {
                         return 2;
                 }
                 run(cpus, size, rounds, &r);
-                printf("| %u | %s | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.2f× | %.1f µs | %.0f KiB/s |\n",
+                printf("| %u | %s | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.2f× | %.1f µs | %.2f× | %.1f µs "
+                       "| %.1f µs | %.1f µs | %.0f KiB/s |\n",
                        cpus, sz, r.freeze_p50 / 1e3, r.freeze_p99 / 1e3, r.blackout_p50 / 1e3, r.blackout_p99 / 1e3,
-                       r.memcpy_p50 / 1e3, (double) r.blackout_p50 / (double) MAX(r.memcpy_p50, (uint64_t) 1),
+                       r.wait_p50 / 1e3, r.memcpy_p50 / 1e3,
+                       (double) r.blackout_p50 / (double) MAX(r.memcpy_p50, (uint64_t) 1), r.memcpy_idle_p50 / 1e3,
+                       (double) r.blackout_p50 / (double) MAX(r.memcpy_idle_p50, (uint64_t) 1), r.disable_p50 / 1e3,
+                       r.enable_p50 / 1e3,
                        r.thaw_p50 / 1e3, bench_rate(cpus) / 1024.0);
                 fflush(stdout);
                 if (jf)
                         fprintf(jf,
                                 "  {\"cpus\": %u, \"ring_bytes\": %" PRIu64 ", \"freeze_p50_ns\": %" PRIu64
                                 ", \"freeze_p99_ns\": %" PRIu64 ", \"blackout_p50_ns\": %" PRIu64
-                                ", \"blackout_p99_ns\": %" PRIu64 ", \"memcpy_p50_ns\": %" PRIu64
-                                ", \"thaw_p50_ns\": %" PRIu64 ", \"production_bytes_per_sec\": %" PRIu64 "}%s\n",
-                                r.cpus, r.size, r.freeze_p50, r.freeze_p99, r.blackout_p50, r.blackout_p99,
-                                r.memcpy_p50, r.thaw_p50, bench_rate(r.cpus), i + 1 < n_cases ? "," : "");
+                                ", \"blackout_p99_ns\": %" PRIu64 ", \"copy_wait_p50_ns\": %" PRIu64
+                                ", \"disable_p50_ns\": %" PRIu64 ", \"enable_p50_ns\": %" PRIu64 ", \"copied_bytes_p50\": %" PRIu64
+                                ", \"memcpy_p50_ns\": %" PRIu64 ", \"memcpy_idle_p50_ns\": %" PRIu64
+                                ", \"thaw_p50_ns\": %" PRIu64
+                                ", \"production_bytes_per_sec\": %" PRIu64 "}%s\n",
+                                r.cpus, r.size, r.freeze_p50, r.freeze_p99, r.blackout_p50, r.blackout_p99, r.wait_p50,
+                                r.disable_p50, r.enable_p50, r.copied_p50, r.memcpy_p50, r.memcpy_idle_p50, r.thaw_p50, bench_rate(r.cpus),
+                                i + 1 < n_cases ? "," : "");
         }
         if (jf) {
                 fprintf(jf, "]\n");

@@ -24,12 +24,22 @@ typedef struct Fixture {
         Recorder *rec;
 } Fixture;
 
-static void fixture_init(Fixture *f, unsigned n_cpus, uint64_t rate, uint64_t aux_size) {
+/* With ipi_latency_ns (0: the emulated PMU's default), each ENABLE and
+ * DISABLE of an intel_pt event takes that long. */
+static void fixture_init_ipi(Fixture *f, unsigned n_cpus, uint64_t rate, uint64_t aux_size, uint64_t ipi_latency_ns) {
         _cleanup_free_ char *err = NULL;
         TrackingFeatures tf;
 
         *f = (Fixture){};
-        f->backend = sim_test_backend_new(n_cpus, rate, &f->source);
+        f->source = sim_test_source_new();
+        PmuSimOptions so = {
+                .n_cpus = n_cpus,
+                .bytes_per_sec = rate,
+                .source = &f->source->base,
+                .keep_truth = true,
+                .ipi_latency_ns = ipi_latency_ns,
+        };
+        ASSERT_OK(pmu_sim_new(&so, &f->backend));
         ASSERT_OK(pmu_load(f->backend->sysfs_root, "intel_pt", &f->pmu));
         ASSERT_OK(pt_event_config_parse(f->pmu, "intel_pt//u", &f->event, &err));
         /* Real tracking events on this machine's CPUs need root; with
@@ -45,6 +55,10 @@ static void fixture_init(Fixture *f, unsigned n_cpus, uint64_t rate, uint64_t au
                 .tracking = &tf,
         };
         ASSERT_OK(recorder_new(&o, &f->rec));
+}
+
+static void fixture_init(Fixture *f, unsigned n_cpus, uint64_t rate, uint64_t aux_size) {
+        fixture_init_ipi(f, n_cpus, rate, aux_size, 0);
 }
 
 static void fixture_done(Fixture *f) {
@@ -91,7 +105,10 @@ static void check_against_truth(Fixture *f, RecorderSnapshot *s) {
                 ASSERT_EQ(sc->size, truth_size);
                 ASSERT_EQ(sc->wrapped, total >= sc->aux_size);
                 ASSERT_EQ(memcmp(sc->data, truth, sc->size), 0);
-                ASSERT_TRUE(sc->enabled_at >= sc->disabled_at);
+                ASSERT_TRUE(sc->disabled_at >= sc->disable_asked_at);
+                ASSERT_TRUE(sc->copy_started_at >= sc->disabled_at);
+                ASSERT_TRUE(sc->copied_at >= sc->copy_started_at);
+                ASSERT_TRUE(sc->enabled_at >= sc->copied_at);
                 ASSERT_TRUE(sc->pt_id > 0);
         }
 }
@@ -441,6 +458,32 @@ static void test_sideband_drain(void) {
         fixture_done(&f);
 }
 
+/* A CPU's blackout is its own copy: the first CPU frozen is copied by a
+ * copy thread while the freezing thread disables the next, not after every
+ * CPU was disabled. Each DISABLE and ENABLE takes IPI ms here, so CPU 0's
+ * trace would otherwise stay off for CPU 1's DISABLE and its own ENABLE,
+ * twice IPI (it did before the copy threads were handed their first CPU at
+ * once). The first freeze is the parallel kind: no copy was measured yet. */
+static void test_copy_while_freezing(void) {
+        const uint64_t ipi = 100 * NSEC_PER_MSEC;
+        Fixture f;
+
+        fixture_init_ipi(&f, 2, 1 << 20, 64 * 1024, ipi);
+        ASSERT_EQ(recorder_sync_cpus(f.rec, now_nsec(CLOCK_MONOTONIC)), 2);
+        wait_produced(&f, 0, 4096);
+        _cleanup_(recorder_snapshot_freep) RecorderSnapshot *s = snapshot(&f);
+        ASSERT_EQ(s->n_cpus, 2);
+        check_against_truth(&f, s);
+        printf("CPU 0: copy began %" PRIu64 " us after its DISABLE, CPU 1 frozen after %" PRIu64
+               " us, CPU 0 dark for %" PRIu64 " us\n",
+               (s->cpus[0].copy_started_at - s->cpus[0].disabled_at) / 1000,
+               (s->cpus[1].disabled_at - s->cpus[0].disabled_at) / 1000,
+               (s->cpus[0].enabled_at - s->cpus[0].disabled_at) / 1000);
+        ASSERT_TRUE(s->cpus[0].copy_started_at < s->cpus[1].disabled_at);
+        ASSERT_TRUE(s->cpus[0].enabled_at - s->cpus[0].disabled_at < 2 * ipi - 20 * NSEC_PER_MSEC);
+        fixture_done(&f);
+}
+
 RUN_TESTS(TEST(test_trigger_time), TEST(test_snapshot_matches_pmu), TEST(test_hotplug), TEST(test_hotplug_fast_cycle),
           TEST(test_busy_retry), TEST(test_busy_causes), TEST(test_rates_and_resize),
-          TEST(test_sideband_drain));
+          TEST(test_sideband_drain), TEST(test_copy_while_freezing));

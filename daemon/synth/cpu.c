@@ -142,8 +142,8 @@ int synth_thread_park(SynthThread *t, const SynthKernel *k, bool kernel_walked) 
 /* CPU */
 
 static void schedule_events(SynthCpu *c) {
-        c->next_irq = now(c) + rand_us(c, 5, 60);
-        c->next_fault = now(c) + rand_us(c, 5, 40);
+        c->next_irq = now(c) + rand_entry_us(c, 5, 60);
+        c->next_fault = now(c) + rand_entry_us(c, 5, 40);
         c->next_syscall = now(c) + rand_us(c, 2, 30);
         c->next_cbr = now(c) + rand_us(c, 20, 120);
         c->next_tsx = now(c) + rand_us(c, 5, 30);

@@ -83,6 +83,36 @@ static void on_switch(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_
         d->n_switches++;
 }
 
+/* The stream is well-formed from its first byte (it starts with PSB);
+ * returns whether an MTC follows its last TIP.PGE (true without one). */
+static bool check_stream(const Buffer *out) {
+        struct pt_config cfg;
+        struct pt_packet_decoder *dec;
+        bool pge = false, mtc = false;
+
+        pt_config_init(&cfg);
+        cfg.begin = out->data;
+        cfg.end = out->data + out->size;
+        dec = pt_pkt_alloc_decoder(&cfg);
+        ASSERT_NOT_NULL(dec);
+        ASSERT_OK(pt_pkt_sync_set(dec, 0));
+        for (;;) {
+                struct pt_packet p;
+                int r = pt_pkt_next(dec, &p, sizeof p);
+
+                if (r == -pte_eos)
+                        break;
+                ASSERT_TRUE(r >= 0);
+                if (p.type == ppt_tip_pge) {
+                        pge = true;
+                        mtc = false;
+                } else if (p.type == ppt_mtc)
+                        mtc = true;
+        }
+        pt_pkt_free_decoder(dec);
+        return !pge || mtc;
+}
+
 static void run(bool kernel) {
         SynthImageSet set = {};
         SynthAddressPlan plan = {};
@@ -94,8 +124,6 @@ static void run(bool kernel) {
         Driver d = {.kernel = kernel};
         SynthCpu cpu;
         SynthRng rng;
-        struct pt_config cfg;
-        struct pt_packet_decoder *dec;
         uint64_t t, hz = 2100000000;
         SynthCpuConfig cc = {
                 .trace_user = true,
@@ -159,21 +187,7 @@ static void run(bool kernel) {
         ASSERT_TRUE(d.n_in + 1 >= d.n_switches);
 
         /* The stream is well-formed from its first byte (it starts with PSB). */
-        pt_config_init(&cfg);
-        cfg.begin = d.out.data;
-        cfg.end = d.out.data + d.out.size;
-        dec = pt_pkt_alloc_decoder(&cfg);
-        ASSERT_NOT_NULL(dec);
-        ASSERT_OK(pt_pkt_sync_set(dec, 0));
-        for (;;) {
-                struct pt_packet p;
-                int r = pt_pkt_next(dec, &p, sizeof p);
-
-                if (r == -pte_eos)
-                        break;
-                ASSERT_TRUE(r >= 0);
-        }
-        pt_pkt_free_decoder(dec);
+        (void) check_stream(&d.out);
 
         synth_cpu_done(&cpu);
         synth_thread_free(a);
@@ -189,35 +203,6 @@ static void run(bool kernel) {
 
 static void test_driven_user_only(void) {
         run(false);
-}
-
-/* Whether an MTC follows the stream's last TIP.PGE (none: 1 when there is no PGE). */
-static bool mtc_after_last_pge(const Buffer *out) {
-        struct pt_config cfg;
-        struct pt_packet_decoder *dec;
-        bool pge = false, mtc = false;
-
-        pt_config_init(&cfg);
-        cfg.begin = out->data;
-        cfg.end = out->data + out->size;
-        dec = pt_pkt_alloc_decoder(&cfg);
-        ASSERT_NOT_NULL(dec);
-        ASSERT_OK(pt_pkt_sync_set(dec, 0));
-        for (;;) {
-                struct pt_packet p;
-                int r = pt_pkt_next(dec, &p, sizeof p);
-
-                if (r == -pte_eos)
-                        break;
-                ASSERT_TRUE(r >= 0);
-                if (p.type == ppt_tip_pge) {
-                        pge = true;
-                        mtc = false;
-                } else if (p.type == ppt_mtc)
-                        mtc = true;
-        }
-        pt_pkt_free_decoder(dec);
-        return !pge || mtc;
 }
 
 /* A disable (the emulated PMU's DISABLE, daemon/sim/source/stream.c)
@@ -275,7 +260,7 @@ static void test_disable_dates_the_end(void) {
                 /* Stop somewhere in the first 40 µs, in user code or not. */
                 ASSERT_OK(synth_cpu_run(&cpu, t + 2000 + i * 1237));
                 ASSERT_OK(synth_cpu_disable(&cpu));
-                if (!mtc_after_last_pge(&d.out))
+                if (!check_stream(&d.out))
                         undated++;
                 synth_cpu_done(&cpu);
                 synth_thread_free(a);

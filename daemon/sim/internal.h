@@ -108,6 +108,11 @@ struct PmuSim {
         bool lbr_pt_coexist;
         int exclusive_cnt; /* pmu->exclusive_cnt: > 0 per-task events, < 0 CPU-wide ones */
         bool branch_en_always_on; /* pt_pmu.branch_en_always_on (Broadwell) */
+
+        /* producer.c, under `freeze_lock`: the last DISABLE's emulated
+         * time and the TSC its generation ended at (sim_disable_tsc()). */
+        pthread_mutex_t freeze_lock;
+        uint64_t last_disable_tsc, last_disable_done_tsc;
 };
 
 /* ring.c */
@@ -126,6 +131,14 @@ bool sim_tracing(const SimEvent *e);
 void sim_producer_start(SimEvent *e);
 void sim_producer_catch_up(SimEvent *e);
 void sim_produce_stop(SimEvent *e);
+/* A DISABLE's TraceEn 1->0 (pmu-sim.c sim_event_stop()): when it lands in
+ * emulated time (sim_disable_tsc()), the trace generated up to it
+ * (sim_producer_catch_up_to()) and the stream ended there
+ * (sim_produce_stop_at()); then sim_disable_done(). */
+uint64_t sim_disable_tsc(SimEvent *e);
+void sim_disable_done(SimEvent *e, uint64_t stop);
+void sim_producer_catch_up_to(SimEvent *e, uint64_t now);
+void sim_produce_stop_at(SimEvent *e, uint64_t stop);
 /* The IPI that carries ENABLE/DISABLE to the event's CPU: the caller waits. */
 void sim_ipi_wait(PmuSim *s);
 

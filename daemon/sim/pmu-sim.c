@@ -279,18 +279,20 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
 }
 
 /* pt_event_stop() of an enabled event, with e->lock held: the trace up to
- * now is generated first (producer.c), then the stream ends (TraceEn 1->0:
- * the source's stop packets after everything generated), aux_head is
- * published and the AUX record logged. */
-static void sim_event_stop(SimEvent *e) {
+ * the stop is generated first (producer.c), then the stream ends (TraceEn
+ * 1->0: the source's stop packets after everything generated), aux_head is
+ * published and the AUX record logged. A DISABLE stops the trace when its
+ * IPI lands in emulated time (sim_disable_tsc()), anything else now. */
+static void sim_event_stop(SimEvent *e, bool disable) {
+        uint64_t stop = disable ? sim_disable_tsc(e) : pmu_sim_tsc_now();
         bool was_tracing;
 
-        sim_producer_catch_up(e);
+        sim_producer_catch_up_to(e, stop);
         was_tracing = sim_tracing(e);
         e->enabled = false;
         if (e->kind == SIM_EVENT_PT && e->aux) {
                 if (was_tracing)
-                        sim_produce_stop(e);
+                        sim_produce_stop_at(e, stop);
                 /* Snapshot mode: aux_head is the offset within the
                  * buffer; the AUX record carries it and the whole
                  * buffer size (pt_event_stop()). */
@@ -298,6 +300,8 @@ static void sim_event_stop(SimEvent *e) {
                 sim_log_aux_at_stop(e);
                 e->truth_due = e->truth != NULL;
         }
+        if (disable)
+                sim_disable_done(e, stop);
 }
 
 static int sim_enable(SimEvent *e, bool on) {
@@ -321,7 +325,7 @@ static int sim_enable(SimEvent *e, bool on) {
                 if (e->kind == SIM_EVENT_PT && !e->per_task && e->sim->vmx_on[e->cpu])
                         e->aux_flags |= PERF_AUX_FLAG_PARTIAL;
         } else if (!on && e->enabled)
-                sim_event_stop(e);
+                sim_event_stop(e, true);
         pthread_mutex_unlock(&e->lock);
         return 0;
 }
@@ -423,6 +427,7 @@ static void sim_free(PmuBackend *b) {
         free(s->real_events);
         free(s->vmx_on);
         pthread_mutex_destroy(&s->lock);
+        pthread_mutex_destroy(&s->freeze_lock);
         free(s);
 }
 
@@ -461,6 +466,7 @@ int pmu_sim_new(const PmuSimOptions *opts, PmuBackend **ret) {
         s->backend.emulated_cpu = &pmu_sim_cpus[opts->cpu_model];
         s->opts = *opts;
         pthread_mutex_init(&s->lock, NULL);
+        pthread_mutex_init(&s->freeze_lock, NULL);
         s->online = calloc(opts->n_cpus, sizeof(bool));
         s->real_cpu = calloc(opts->n_cpus, sizeof(bool));
         s->vmx_on = calloc(opts->n_cpus, sizeof(bool));
@@ -525,7 +531,7 @@ int pmu_sim_set_cpu_online(PmuBackend *b, unsigned cpu, bool online) {
                 e->detached = true;
                 e->detached_at = now_nsec(CLOCK_MONOTONIC);
                 if (e->enabled)
-                        sim_event_stop(e);
+                        sim_event_stop(e, false);
                 pthread_mutex_unlock(&e->lock);
         }
         if (!online)

@@ -114,6 +114,10 @@
  * SIM_BUDGET_CAP_NS. */
 #define SIM_BUDGET_NS_PER_BYTE 40U
 #define SIM_BUDGET_CAP_NS (500 * NSEC_PER_MSEC)
+/* DISABLEs this close together (TSC ticks from the end of one's generation
+ * to the next) are one freeze (sim_disable_tsc()): the freeze loop's own
+ * work between two DISABLEs, with room for a busy machine's preemption. */
+#define SIM_FREEZE_GAP (5 * (PMU_SIM_TSC_HZ / 1000))
 
 /* Write into the AUX pages as the hardware does: through the memory
  * itself (pwrite() to its memfd), not through a mapping of the emulator's
@@ -323,8 +327,12 @@ static uint64_t sim_budget(SimEvent *e, uint64_t now) {
 }
 
 void sim_producer_catch_up(SimEvent *e) {
+        sim_producer_catch_up_to(e, pmu_sim_tsc_now());
+}
+
+void sim_producer_catch_up_to(SimEvent *e, uint64_t now) {
         PmuSim *s = e->sim;
-        uint64_t now = pmu_sim_tsc_now(), from, step, reached, generated = 0, last = 0;
+        uint64_t from, step, reached, generated = 0, last = 0;
         uint64_t budget;
         nsec_t started_ns, spent;
 
@@ -418,5 +426,43 @@ static void sim_produce_end(SimEvent *e, uint64_t until) {
 }
 
 void sim_produce_stop(SimEvent *e) {
-        sim_produce_end(e, MAX(e->gen_tsc, pmu_sim_tsc_now()));
+        sim_produce_stop_at(e, pmu_sim_tsc_now());
+}
+
+void sim_produce_stop_at(SimEvent *e, uint64_t stop) {
+        sim_produce_end(e, MAX(e->gen_tsc, stop));
+}
+
+/* When a DISABLE's IPI lands, in emulated time. On hardware a DISABLE
+ * costs an IPI, and a freeze that disables every CPU in turn
+ * (daemon/recorder/freeze.c) stops them all within microseconds; here
+ * each DISABLE also costs the generation of its ring (hundreds of ms for
+ * 16 MiB at 500 MB/s), and the next CPU's trace would end that much later,
+ * its ring holding another stretch of time than the first CPU's: a bundle
+ * whose CPUs cover no common window. So a DISABLE that comes within
+ * SIM_FREEZE_GAP of the end of the previous one's generation lands as long
+ * after that one's stop as the caller took between them, the emulator's
+ * generation taken out of the freeze's timeline; the trace of the CPU
+ * stops there, as if its IPI had landed then, and the time after it is
+ * tracing off (the real side-band goes on, as it does after any DISABLE).
+ * Never before what was generated already (an event enabled since). */
+uint64_t sim_disable_tsc(SimEvent *e) {
+        PmuSim *s = e->sim;
+        uint64_t now = pmu_sim_tsc_now(), stop = now;
+
+        pthread_mutex_lock(&s->freeze_lock);
+        if (s->last_disable_done_tsc > 0 && now >= s->last_disable_done_tsc &&
+            now - s->last_disable_done_tsc <= SIM_FREEZE_GAP)
+                stop = s->last_disable_tsc + (now - s->last_disable_done_tsc);
+        pthread_mutex_unlock(&s->freeze_lock);
+        return MAX(stop, e->gen_tsc);
+}
+
+void sim_disable_done(SimEvent *e, uint64_t stop) {
+        PmuSim *s = e->sim;
+
+        pthread_mutex_lock(&s->freeze_lock);
+        s->last_disable_tsc = stop;
+        s->last_disable_done_tsc = pmu_sim_tsc_now();
+        pthread_mutex_unlock(&s->freeze_lock);
 }

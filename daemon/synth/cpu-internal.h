@@ -25,6 +25,20 @@ static inline uint64_t rand_us(SynthCpu *c, uint64_t lo, uint64_t hi) {
         return synth_rng_range(&c->rng, us(c, lo), us(c, hi));
 }
 
+static inline uint64_t kernel_div(const SynthCpu *c) {
+        return MAX(c->cfg.kernel_time_div, 1u);
+}
+
+/* How long untraced kernel code runs (SynthCpuConfig.kernel_time_div). */
+static inline uint64_t rand_kernel_us(SynthCpu *c, uint64_t lo, uint64_t hi) {
+        return MAX(rand_us(c, lo, hi) / kernel_div(c), (uint64_t) 1);
+}
+
+/* Until the next seeded interrupt or fault (SynthCpuConfig.kernel_time_div). */
+static inline uint64_t rand_entry_us(SynthCpu *c, uint64_t lo, uint64_t hi) {
+        return rand_us(c, lo, hi) * kernel_div(c);
+}
+
 static inline uint64_t now(const SynthCpu *c) {
         return c->pkt.tsc;
 }

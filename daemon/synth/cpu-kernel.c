@@ -78,11 +78,11 @@ int synth_cpu_tsx_abort(SynthCpu *c, uint64_t ip) {
 static uint64_t untraced_duration(SynthCpu *c, SynthFrameKind kind) {
         switch (kind) {
         case SYNTH_FRAME_SYSCALL:
-                return rand_us(c, 1, 12);
+                return rand_kernel_us(c, 1, 12);
         case SYNTH_FRAME_FAULT:
-                return rand_us(c, 1, 6);
+                return rand_kernel_us(c, 1, 6);
         default:
-                return rand_us(c, 1, 4);
+                return rand_kernel_us(c, 1, 4);
         }
 }
 

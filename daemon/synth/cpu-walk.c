@@ -376,7 +376,7 @@ int synth_cpu_tick_walked(SynthCpu *c, uint64_t until) {
                         uint64_t h = synth_rng_chance(&c->rng, 1, 2) ? c->kernel->apic_timer
                                                                      : c->kernel->common_interrupt;
 
-                        c->next_irq = now(c) + rand_us(c, 5, 60);
+                        c->next_irq = now(c) + rand_entry_us(c, 5, 60);
                         c->stats.irqs++;
                         r = position_event(c, false);
                         return r < 0 ? r : synth_cpu_enter_kernel(c, SYNTH_FRAME_IRQ, h);
@@ -387,7 +387,7 @@ int synth_cpu_tick_walked(SynthCpu *c, uint64_t until) {
                 if (r < 0)
                         return r;
                 if (r > 0) {
-                        c->next_fault = now(c) + rand_us(c, 5, 40);
+                        c->next_fault = now(c) + rand_entry_us(c, 5, 40);
                         c->stats.faults++;
                         return synth_cpu_enter_kernel(c, SYNTH_FRAME_FAULT, c->kernel->exc_page_fault);
                 }
@@ -469,13 +469,13 @@ int synth_cpu_tick_untraced(SynthCpu *c, uint64_t until) {
                         return r < 0 ? r : truth(c, SYNTH_TRUTH_TR_START, 0, c->kernel->entry_syscall);
                 }
                 if (at == c->next_irq) {
-                        c->next_irq = now(c) + rand_us(c, 5, 60);
+                        c->next_irq = now(c) + rand_entry_us(c, 5, 60);
                         kind = SYNTH_FRAME_IRQ;
                         handler = synth_rng_chance(&c->rng, 1, 2) ? c->kernel->apic_timer
                                                                   : c->kernel->common_interrupt;
                         c->stats.irqs++;
                 } else {
-                        c->next_fault = now(c) + rand_us(c, 5, 40);
+                        c->next_fault = now(c) + rand_entry_us(c, 5, 40);
                         kind = SYNTH_FRAME_FAULT;
                         handler = c->kernel->exc_page_fault;
                         c->stats.faults++;
@@ -499,7 +499,7 @@ int synth_cpu_tick_untraced(SynthCpu *c, uint64_t until) {
                         target = MIN(until, c->switch_at);
                 /* Interrupts in untraced kernel code leave no trace. */
                 if (c->next_irq < target)
-                        c->next_irq = target + rand_us(c, 1, 20);
+                        c->next_irq = target + rand_entry_us(c, 1, 20);
                 r = advance_to(c, target);
                 if (r < 0)
                         return r;

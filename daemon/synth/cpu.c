@@ -142,8 +142,8 @@ int synth_thread_park(SynthThread *t, const SynthKernel *k, bool kernel_walked) 
 /* CPU */
 
 static void schedule_events(SynthCpu *c) {
-        c->next_irq = now(c) + rand_us(c, 5, 60);
-        c->next_fault = now(c) + rand_us(c, 5, 40);
+        c->next_irq = now(c) + rand_entry_us(c, 5, 60);
+        c->next_fault = now(c) + rand_entry_us(c, 5, 40);
         c->next_syscall = now(c) + rand_us(c, 2, 30);
         c->next_cbr = now(c) + rand_us(c, 20, 120);
         c->next_tsx = now(c) + rand_us(c, 5, 30);
@@ -512,6 +512,21 @@ int synth_cpu_disable(SynthCpu *c) {
          * branch before it is in the trace. */
         if (packet_en(c)) {
                 r = trace_off_at(c, walker(c->cur)->ip);
+                if (r < 0)
+                        return r;
+        }
+        /* The IPI that disables runs its handler in the (untraced) kernel
+         * until TraceEn clears, longer than an MTC period (320 ns at the
+         * emulated PMU's mtc_period=3): the MTC written meanwhile dates
+         * the end of the last stretch of user code. Without a timing
+         * packet after a TIP.PGE a decoder takes the thread the side-band
+         * has at the trace's end (the AUX record), which, with the trace
+         * generated lazily behind the PMU's clock (daemon/sim/producer.c),
+         * may be another: issue 14, "no image" errors at the end of a
+         * CPU's trace once user code wrote PGE/PGD pairs closer together
+         * than an MTC period. */
+        if (c->cfg.pkt.mtc) {
+                r = advance_to(c, c->pkt.next_mtc_tsc);
                 if (r < 0)
                         return r;
         }

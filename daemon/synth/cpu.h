@@ -94,6 +94,11 @@ typedef struct SynthCpuConfig {
         bool tsx;         /* transactional regions in user code */
         uint8_t cbr_min, cbr_max;
         uint64_t ring_size; /* the CPU's own ring; also bounds the truth kept (0: keep all) */
+        /* Untraced kernel time shrinks by this factor, and seeded kernel
+         * entries (interrupts, page faults) come this many times more
+         * rarely (0 and 1: the measured-machine model). A trace source
+         * that must reach a byte rate sets it: daemon/sim/source/source.c. */
+        uint32_t kernel_time_div;
         uint64_t seed;
         uint64_t tsc_hz;
         /* Where the bytes go instead of the CPU's own ring (an emulated

@@ -3,19 +3,26 @@
 #
 # Lookback= at real-hardware trace rates (issue 14, defect 3): the real
 # ptraced over the real socket on the emulated PMU at [Sim] Rate=500M per
-# CPU, with a busy process on each CPU, and Lookback=20ms. (What the
-# emulated PMU writes is what the simulated source synthesizes for the
-# traced code, at most the rate: about 10 MB/s for these loops, measured
-# 2026-11-26, because the synthesizer's walk enters its untraced kernel
-# every 2-40 us for 1-12 us; so this checks the sizing and the shown
-# lookback at that rate, not at 500 MB/s. See issue 14.)
-# The rings must
-# be sized to hold at least 20 ms, and the lookback `ptctl status`
-# estimates must be within 10% of the time the bundle's trace actually
-# reaches back on every CPU, measured here by a packet scan of our own (the
-# TSC of the first and the last PSB+ of each CPU's trace; the shortest such
-# span across CPUs). `ptctl list` and `ptctl info` show the bundle's
-# recorded window, the same in both (issue 18).
+# CPU, with a busy process on each CPU, and Lookback=20ms. The simulated
+# source writes the rate it is given on busy code (ptraced(8), "The
+# emulated PMU"): each CPU's trace density, the bytes of its trace over
+# the time `ptctl decode` finds it spans, is within 10% of 500 MiB/s. The
+# rings must be sized to hold at least 20 ms at that density, `ptctl
+# decode` must find no error, and the lookback that `ptctl status`, `ptctl
+# list` and `ptctl info` show must be within 10% of the time the bundle's
+# trace actually spans: the shortest span across CPUs of the first and the
+# last time the decode finds. `ptctl list` and `ptctl info` show the
+# bundle's recorded window, the same in both (issue 18); the status's is
+# an estimate from the measured rates and says so.
+#
+# Load: the emulated PMU generates a ring-full of trace per CPU at each
+# DISABLE, within a budget (40 ns of wall time per byte of the ring, at
+# most 500 ms); a CPU whose generation runs out of it leaves the older
+# part of its ring empty, and the test takes another bundle (up to five).
+# It skips only when a bundle's own figures prove the machine too slow:
+# some CPU's generated trace was at the rate, and the bytes generated over
+# the freeze's time (the DISABLEs' generation) put a ring-full beyond the
+# budget. A source that writes less than the rate never skips: it fails.
 set -euo pipefail
 build=$1
 ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
@@ -76,9 +83,9 @@ check_one() {
     for f in "$tmp"/x/cpu*.pt.zst; do
         if [ -e "$f" ]; then zstd -q -d "$f" -o "${f%.zst}"; fi
     done
-    python3 - "$tmp" <<'PY'
-import json, re, sys
-tmp = sys.argv[1]
+    python3 - "$tmp" "$ptctl" "$bundle" <<'PY'
+import json, re, subprocess, sys
+tmp, ptctl, bundle = sys.argv[1:4]
 status = json.load(open(f"{tmp}/status.json"))
 rows = json.load(open(f"{tmp}/list.json"))
 info = open(f"{tmp}/info.txt").read()
@@ -89,39 +96,74 @@ if status["buffer_size"] != man["cpus"][0]["buffer_size"]:
     print(f"resized to {status['buffer_size']} after this bundle of {man['cpus'][0]['buffer_size']}-byte rings")
     sys.exit(2)
 
-PSB = bytes([0x02, 0x82] * 8)
+RATE = 500 << 20  # [Sim] Rate=500M (sizes are binary)
 
-def span(path):
-    """TSC of the first and the last PSB+ with a TSC packet right after
-    the PSB, and the bytes between those two PSBs."""
-    data = open(path, "rb").read()
-    found, pos = [], data.find(PSB)
-    while pos >= 0:
-        t = pos + len(PSB)
-        if t + 8 <= len(data) and data[t] == 0x19:
-            found.append((pos, int.from_bytes(data[t + 1:t + 8], "little")))
-        pos = data.find(PSB, pos + 1)
-    if len(found) < 2:
-        sys.exit(f"{path}: fewer than two PSB+ with TSC")
-    (o0, t0), (o1, t1) = found[0], found[-1]
-    return (t1 - t0) / tsc_hz, o1 - o0, len(data)
+def budget_ns(size):
+    # daemon/sim/producer.c sim_budget_ns(): 40 ns a byte, 100 ms to 500 ms
+    return max(100e6, min(size * 40, 500e6))
 
+# What the emulator generated: the ring less the zeros it left where its
+# budget gave out (the oldest part: PAD to a decoder).
+made = {}
+for c in man["cpus"]:
+    made[c["cpu"]] = len(open(f"{tmp}/x/cpu{c['cpu']}.pt", "rb").read().lstrip(b"\0"))
+short = [c["cpu"] for c in man["cpus"] if made[c["cpu"]] < c["buffer_size"] * 0.98]
+if short:
+    # A ring the emulator could not fill says nothing of how far the rings
+    # reach back: take another bundle. The freeze (from the trigger to the
+    # last DISABLE) is the emulator's generation of every CPU's ring, one
+    # after the other: what it cost per byte here says whether a ring-full
+    # fits the budget. Only a machine on which the emulator wrote the rate
+    # proves anything by being too slow (a source that writes less fills
+    # no ring however fast the machine): some CPU's generated stretch, by
+    # the manifest's first and last time, at 90% of the rate or more, and
+    # at most 10% and a burst of the token bucket (64 KiB, twice for the
+    # stretch's ends) above it.
+    freeze = man["trigger"]["details"]["freeze_latency_ns"]
+    per_byte = freeze / max(sum(made.values()), 1)
+    size = max(c["buffer_size"] for c in man["cpus"])
+    need = per_byte * size * 9 / 8
+    spans = {c["cpu"]: (c.get("last_time", 0) - c.get("first_time", 0)) * 1e-9 for c in man["cpus"]}
+    at_rate = [cpu for cpu, secs in spans.items()
+               if secs >= 1e-4 and 0.9 * RATE * secs <= made[cpu] <= 1.1 * RATE * secs + (128 << 10)]
+    print(f"CPU {', '.join(map(str, short))}: ring not filled; generation took {per_byte:.0f} ns a byte "
+          f"({sum(made.values())} bytes in a {freeze / 1e6:.0f} ms freeze); generated: "
+          + ", ".join(f"CPU {cpu} {made[cpu]} bytes over {secs * 1e3:.3f} ms" for cpu, secs in spans.items()))
+    if not at_rate:
+        print("no CPU's generated trace shows the rate")
+    if need > budget_ns(size) and at_rate:
+        open(f"{tmp}/slow.txt", "w").write(
+            f"generation took {per_byte:.0f} ns a byte ({sum(made.values())} bytes in a {freeze / 1e6:.0f} ms "
+            f"freeze), so a ring-full of {size >> 20} MiB would take {need / 1e6:.0f} ms, over the emulator's "
+            f"budget of {budget_ns(size) / 1e6:.0f} ms a CPU (ptraced(8), The emulated PMU)")
+        sys.exit(3)
+    sys.exit(2)
+
+# The decode's summary: per CPU the first and the last time decoded (perf
+# time, seconds) and the errors; --strict fails on any.
+p = subprocess.run([ptctl, "decode", "--strict", "--format=summary", bundle],
+                   stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+summary = p.stdout.splitlines()
+print("\n".join(summary))
+if p.returncode != 0:
+    sys.exit(f"ptctl decode failed or found errors (exit {p.returncode})")
+decoded = {}
+for line in summary:
+    f = line.split()  # sizes are two fields ("3.5 MiB")
+    if len(f) >= 9 and f[0].isdigit():
+        decoded[int(f[0])] = (f[-2], f[-1])
 cpus = {}
 for c in man["cpus"]:
-    secs, between, size = span(f"{tmp}/x/cpu{c['cpu']}.pt")
-    cpus[c["cpu"]] = (secs, between / secs, c["buffer_size"], c["wrapped"])
-    print(f"CPU {c['cpu']}: {size} bytes in a {c['buffer_size']}-byte ring, wrapped={c['wrapped']}, "
-          f"trace spans {secs * 1e3:.3f} ms at {between / secs / 1e6:.1f} MB/s")
-window = min(s for s, _, _, _ in cpus.values())
-# A ring that did not fill says nothing of how far the rings reach back:
-# under load the emulator generates only what its per-DISABLE budget
-# affords and leaves the time before as a gap (daemon/sim/producer.c), as
-# a freshly reopened CPU would on hardware. Such a bundle is no sample;
-# take another.
-short = [cpu for cpu, (_, _, _, wrapped) in cpus.items() if not wrapped]
-if short:
-    print(f"CPU {', '.join(map(str, short))}: ring not filled (the emulator's generation budget left a gap)")
-    sys.exit(2)
+    cpu = c["cpu"]
+    if cpu not in decoded or "-" in decoded[cpu]:
+        sys.exit(f"CPU {cpu}: no decoded time in the summary")
+    first, last = map(float, decoded[cpu])
+    secs = last - first
+    density = made[cpu] / secs if secs > 0 else 0.0
+    cpus[cpu] = (secs, density, c["buffer_size"])
+    print(f"CPU {cpu}: {made[cpu]} bytes in a {c['buffer_size']}-byte ring; "
+          f"decode spans {secs * 1e3:.3f} ms: {density / 1e6:.1f} MB/s")
+window = min(s for s, _, _ in cpus.values())
 
 # list and info show the bundle's recorded window, the time every CPU
 # with data covers (issue 18), and agree; the status's lookback is an
@@ -137,14 +179,20 @@ if rows[-1]["lookback_ns"] != recorded or (m is None) != (recorded == 0) or \
 if status["lookback_usec"] > 0 and not re.search(r"Lookback: ≈ .*, estimated at the busiest CPU's", status_text):
     print(f"status does not say its lookback is an estimate: {status_text}")
     ok = False
-shown = {"status": status["lookback_usec"] * 1e-6}
+shown = {"status": status["lookback_usec"] * 1e-6, "list": rows[-1]["lookback_ns"] * 1e-9,
+         "info": float(m.group(1)) * 1e-3 if m else 0.0}
 print(f"bundle's trace reaches back {window * 1e3:.3f} ms on every CPU, its window is {recorded / 1e6:.3f} ms; "
       "shown: " + ", ".join(f"{k} {v * 1e3:.3f} ms" for k, v in shown.items()))
 for k, v in shown.items():
     if abs(v - window) > 0.10 * window:
         print(f"{k}: {v * 1e3:.3f} ms is not within 10% of {window * 1e3:.3f} ms")
         ok = False
-for cpu, (secs, rate, size, wrapped) in cpus.items():
+for cpu, (secs, rate, size) in cpus.items():
+    # The simulated source writes the rate it is given on busy code.
+    if abs(rate - RATE) > 0.10 * RATE:
+        print(f"CPU {cpu}: the trace's density {rate / 1e6:.1f} MB/s is not within 10% of "
+              f"Rate=500M ({RATE / 1e6:.1f} MB/s)")
+        ok = False
     # The ring holds at least Lookback= at the rate its trace shows.
     if size / rate < 0.020:
         print(f"CPU {cpu}: a {size}-byte ring holds {size / rate * 1e3:.1f} ms at {rate / 1e6:.1f} MB/s, "
@@ -153,7 +201,7 @@ for cpu, (secs, rate, size, wrapped) in cpus.items():
 
 # The regime the defect is about: the busiest CPU's ring laps within one
 # 100 ms tick of the daemon, so reading aux_head once a tick would alias.
-lap = min(size / rate for _, rate, size, _ in cpus.values())
+lap = min(size / rate for _, rate, size in cpus.values())
 if lap >= 0.1:
     print(f"the busiest CPU's ring laps every {lap * 1e3:.1f} ms: not the regime this test is about")
     ok = False
@@ -164,11 +212,20 @@ sys.exit(0 if ok else 1)
 PY
 }
 
+slow=
 for n in 1 2 3 4 5; do
     rc=0
     check_one $n || rc=$?
     [ $rc -eq 0 ] && { echo "OK"; exit 0; }
-    [ $rc -eq 2 ] || fail "lookback does not match the bundle's trace"
+    case $rc in
+        2) ;;
+        3) slow=$(cat "$tmp/slow.txt") ;; # the newest proof; any one proves it
+        *) fail "lookback does not match the bundle's trace" ;;
+    esac
     sleep 1
 done
+if [ -n "$slow" ]; then
+    echo "SKIP: this machine is too loaded for the emulated PMU to generate its rings at 500 MB/s: $slow"
+    exit 77
+fi
 fail "no bundle of settled, filled rings in five tries: every status after a snapshot was of resized rings, or a ring did not fill"

@@ -1013,8 +1013,52 @@ static void test_generation_budget(void) {
         close_ev(b, &ev);
 }
 
+/* A freeze disables CPU after CPU (daemon/recorder/freeze.c). On
+ * hardware each DISABLE costs an IPI, so every CPU's trace ends within
+ * microseconds of the others'; the emulator's DISABLE also generates the
+ * ring (here about 36 ms: 18 pieces of a source taking 2 ms each), and the
+ * next CPU's trace must still end where its DISABLE would have landed
+ * without that, or a bundle's CPUs share no window (issue 14). Failed
+ * before sim_disable_tsc(): CPU 1's trace ended one generation later. */
+static void test_freeze_stops_together(void) {
+        SimTestSource *t = sim_test_source_new();
+        _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+        const uint64_t rate = 64ULL << 20;
+        PmuSimOptions o = { .n_cpus = 2, .bytes_per_sec = rate, .source = &t->base };
+        Ev ev[2];
+        nsec_t t0, took;
+
+        t->delay_ns = 2 * NSEC_PER_MSEC;
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        for (unsigned cpu = 0; cpu < 2; cpu++) {
+                ASSERT_OK(open_pt(b, (int) cpu, "intel_pt//", &ev[cpu], 1 << 20));
+                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
+        }
+        (void) poll(NULL, 0, 100);
+        t0 = now_nsec(CLOCK_MONOTONIC);
+        ASSERT_OK(pmu_backend_ioctl(b, ev[0].fd, PERF_EVENT_IOC_DISABLE, 0));
+        took = now_nsec(CLOCK_MONOTONIC) - t0;
+        ASSERT_OK(pmu_backend_ioctl(b, ev[1].fd, PERF_EVENT_IOC_DISABLE, 0));
+        printf("CPU 0's DISABLE took %.1f ms; the traces end %.3f ms apart\n", (double) took / 1e6,
+               (double) (t->last_until[1] - t->last_until[0]) / (PMU_SIM_TSC_HZ / 1000));
+        ASSERT_TRUE(took >= 20 * NSEC_PER_MSEC);
+        ASSERT_TRUE(t->last_until[1] >= t->last_until[0]);
+        ASSERT_TRUE(t->last_until[1] - t->last_until[0] < 2 * (PMU_SIM_TSC_HZ / 1000));
+        ASSERT_EQ(t->stops[0], 1u);
+        ASSERT_EQ(t->stops[1], 1u);
+
+        /* A DISABLE long after the last one lands when it is issued. */
+        ASSERT_OK(pmu_backend_ioctl(b, ev[0].fd, PERF_EVENT_IOC_ENABLE, 0));
+        (void) poll(NULL, 0, 50);
+        t0 = pmu_sim_tsc_now();
+        ASSERT_OK(pmu_backend_ioctl(b, ev[0].fd, PERF_EVENT_IOC_DISABLE, 0));
+        ASSERT_TRUE(t->last_until[0] >= t0);
+        for (unsigned cpu = 0; cpu < 2; cpu++)
+                close_ev(b, &ev[cpu]);
+}
+
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
           TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc),
           TEST(test_perf_clock), TEST(test_lazy_overflow), TEST(test_ipi_latency), TEST(test_broadwell_topa),
-          TEST(test_generation_budget),
+          TEST(test_generation_budget), TEST(test_freeze_stops_together),
           TEST(test_start_kinds), TEST(test_config_rules), TEST(test_exclusive), TEST(test_aux_records));

@@ -83,6 +83,36 @@ static void on_switch(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_
         d->n_switches++;
 }
 
+/* The stream is well-formed from its first byte (it starts with PSB);
+ * returns whether an MTC follows its last TIP.PGE (true without one). */
+static bool check_stream(const Buffer *out) {
+        struct pt_config cfg;
+        struct pt_packet_decoder *dec;
+        bool pge = false, mtc = false;
+
+        pt_config_init(&cfg);
+        cfg.begin = out->data;
+        cfg.end = out->data + out->size;
+        dec = pt_pkt_alloc_decoder(&cfg);
+        ASSERT_NOT_NULL(dec);
+        ASSERT_OK(pt_pkt_sync_set(dec, 0));
+        for (;;) {
+                struct pt_packet p;
+                int r = pt_pkt_next(dec, &p, sizeof p);
+
+                if (r == -pte_eos)
+                        break;
+                ASSERT_TRUE(r >= 0);
+                if (p.type == ppt_tip_pge) {
+                        pge = true;
+                        mtc = false;
+                } else if (p.type == ppt_mtc)
+                        mtc = true;
+        }
+        pt_pkt_free_decoder(dec);
+        return !pge || mtc;
+}
+
 static void run(bool kernel) {
         SynthImageSet set = {};
         SynthAddressPlan plan = {};
@@ -94,8 +124,6 @@ static void run(bool kernel) {
         Driver d = {.kernel = kernel};
         SynthCpu cpu;
         SynthRng rng;
-        struct pt_config cfg;
-        struct pt_packet_decoder *dec;
         uint64_t t, hz = 2100000000;
         SynthCpuConfig cc = {
                 .trace_user = true,
@@ -159,21 +187,7 @@ static void run(bool kernel) {
         ASSERT_TRUE(d.n_in + 1 >= d.n_switches);
 
         /* The stream is well-formed from its first byte (it starts with PSB). */
-        pt_config_init(&cfg);
-        cfg.begin = d.out.data;
-        cfg.end = d.out.data + d.out.size;
-        dec = pt_pkt_alloc_decoder(&cfg);
-        ASSERT_NOT_NULL(dec);
-        ASSERT_OK(pt_pkt_sync_set(dec, 0));
-        for (;;) {
-                struct pt_packet p;
-                int r = pt_pkt_next(dec, &p, sizeof p);
-
-                if (r == -pte_eos)
-                        break;
-                ASSERT_TRUE(r >= 0);
-        }
-        pt_pkt_free_decoder(dec);
+        (void) check_stream(&d.out);
 
         synth_cpu_done(&cpu);
         synth_thread_free(a);
@@ -191,8 +205,78 @@ static void test_driven_user_only(void) {
         run(false);
 }
 
+/* A disable (the emulated PMU's DISABLE, daemon/sim/source/stream.c)
+ * dates the end of the last stretch of user code with an MTC, wherever it
+ * lands: in user code (FUP + TIP.PGD) or in the untraced kernel right
+ * after a system call's TIP.PGD. Without it a decoder takes the thread of
+ * the trace's end for that stretch (issue 14: "no image" errors when user
+ * code wrote PGE/PGD pairs closer together than an MTC period). Failed
+ * before synth_cpu_disable() advanced to the next MTC. */
+static void test_disable_dates_the_end(void) {
+        SynthImageSet set = {};
+        SynthAddressPlan plan = {};
+        SynthKernel k;
+        SynthBlockCache scratch;
+        SynthProcess proc = {.pid = 500, .cr3 = 0x5000};
+        _cleanup_free_ char *error = NULL;
+        SynthRng rng;
+        uint64_t hz = 2000000000;
+        unsigned undated = 0;
+
+        if (access("/usr/bin/ls", R_OK) < 0)
+                test_skip("no /usr/bin/ls");
+        synth_rng_seed(&rng, 5, 0);
+        ASSERT_OK(synth_kernel_load(&set, NULL, &k, &error));
+        ASSERT_OK(synth_block_cache_init(&scratch));
+        ASSERT_OK(synth_loader_load_process(&set, &plan, "/usr/bin/ls", &rng, proc.cr3, &proc.as, &error));
+        for (unsigned i = 0; i < 64; i++) {
+                Driver d = {};
+                SynthThread *a = NULL, *idle = NULL;
+                SynthCpu cpu;
+                SynthCpuConfig cc = {
+                        .trace_user = true,
+                        .pkt = {.tsc = true,
+                                .mtc = true,
+                                .mtc_freq = 3,
+                                .psb_period = 3,
+                                .nom_freq = 20,
+                                .cpuid_15_eax = 2,
+                                .cpuid_15_ebx = 160},
+                        .cbr_min = 20,
+                        .cbr_max = 20,
+                        .seed = 100 + i,
+                        .tsc_hz = hz,
+                        .sink = sink,
+                        .sink_userdata = &d,
+                };
+                uint64_t t = UINT64_C(1) << 40;
+
+                ASSERT_OK(synth_thread_new(&proc, 500, 500, &k, &scratch, cc.seed, &a));
+                ASSERT_OK(synth_thread_new(NULL, 0, 0, &k, &scratch, cc.seed, &idle));
+                ASSERT_OK(synth_thread_park(idle, &k, false));
+                ASSERT_OK(synth_cpu_init(&cpu, 0, &cc, &k, t, idle, NULL, &d));
+                cpu.keep_truth = false;
+                ASSERT_OK(synth_cpu_start(&cpu, a));
+                /* Stop somewhere in the first 40 µs, in user code or not. */
+                ASSERT_OK(synth_cpu_run(&cpu, t + 2000 + i * 1237));
+                ASSERT_OK(synth_cpu_disable(&cpu));
+                if (!check_stream(&d.out))
+                        undated++;
+                synth_cpu_done(&cpu);
+                synth_thread_free(a);
+                synth_thread_free(idle);
+                buffer_done(&d.out);
+        }
+        ASSERT_EQ(undated, 0u);
+        synth_address_space_free(proc.as);
+        synth_block_cache_done(&scratch);
+        synth_kernel_done(&k);
+        synth_address_plan_done(&plan);
+        synth_image_set_done(&set);
+}
+
 static void test_driven_kernel(void) {
         run(true);
 }
 
-RUN_TESTS(TEST(test_driven_user_only), TEST(test_driven_kernel));
+RUN_TESTS(TEST(test_driven_user_only), TEST(test_driven_kernel), TEST(test_disable_dates_the_end));

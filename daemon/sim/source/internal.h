@@ -84,6 +84,14 @@
 #define BLOCKS_MAX 200000U
 #define TRACK_PAGES_MAX 256U
 
+/* How the emulated CPUs' speed follows a Rate= above SIM_MODEL_RATE_MAX
+ * (source.c): the core clock is the nominal ratio times Rate= over
+ * SIM_CORE_RATE_UNIT (at most CBR 255), untraced kernel time shrinks by
+ * Rate= over SIM_KERNEL_RATE_UNIT. */
+#define SIM_MODEL_RATE_MAX (20ULL << 20)
+#define SIM_CORE_RATE_UNIT (50ULL * 1000 * 1000)
+#define SIM_KERNEL_RATE_UNIT (100ULL * 1000)
+
 #define SYN_PROCS 3U
 #define SYN_MAX_THREADS 3U
 #define SYN_PID_BASE UINT32_C(0x40000000)

@@ -12,7 +12,7 @@
  * naming Event=intel_pt//u, and ptraced makes that the default event of
  * --source=sim (SIM_SOURCE_DEFAULT_EVENT). Kernel time shows as tracing
  * off (TIP.PGD at each entry, TIP.PGE at each return). Timing packets
- * (TSC, MTC, CYC, CBR at the nominal ratio) follow the event and the
+ * (TSC, MTC, CYC, CBR at the ratio the rate asks for) follow the event and the
  * emulated PMU's constants (pmu-sim.h), so decode timing agrees with the
  * side-band.
  *
@@ -360,6 +360,37 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
                         format_bytes(a, sizeof a, s->rate), format_bytes(b, sizeof b, s->floor),
                         s->cc.pkt.mtc_freq, format_bytes(m, sizeof m, need));
                 goto fail;
+        }
+        /* The speed the rate asks for (ptraced(8), "The emulated PMU").
+         * At the synthesizer's own model (SynthCpu: untraced system calls
+         * of 1-12 µs, interrupts every 5-60 µs, faults every 5-40 µs, one
+         * cycle per instruction at the nominal 2 GHz), a walk of bash's
+         * real code reaches a system call every 20-odd branches and spends
+         * 99% of its time in the kernel: about 8-10 MB/s whatever the rate
+         * (measured, issue 14). Real PT writes hundreds of MB/s on code
+         * that stays in user space on a fast core, so Rate= says how fast
+         * the emulated CPU runs its code: its untraced kernel time shrinks,
+         * and seeded interrupts and faults come more rarely, by Rate /
+         * SIM_KERNEL_RATE_UNIT, and its core clock rises by Rate /
+         * SIM_CORE_RATE_UNIT, told by CBR (the cycles of the kernel's
+         * entry and exit paths, SYNTH_COST_*, and of user code shrink with
+         * it; CYC, when on, counts them at that clock). At Rate=500M that
+         * is CBR 209 and kernel time / 5242: the walk of bash writes about
+         * 1 GB/s, and the token bucket below trims it to the rate (its
+         * pauses are the rest of the kernel time); measured 2026-11-26
+         * from ptctl decode's summary. Up to SIM_MODEL_RATE_MAX (the
+         * default 20M and every rate below it) the model keeps its own
+         * speeds and Rate= is a ceiling: busy code writes 8-10 MB/s, which
+         * costs a synthetic CPU driven in real time about a quarter of a
+         * core (test-synth-sim-source) and the emulated PMU's DISABLEs
+         * a fraction of what the rate would. Our emulation's choice, not a
+         * measured machine's: the user code and where it enters the kernel
+         * stay bash's. */
+        if (s->rate > SIM_MODEL_RATE_MAX) {
+                s->cc.kernel_time_div = (uint32_t)MIN(s->rate / SIM_KERNEL_RATE_UNIT, (uint64_t)100000);
+                s->cc.cbr_min = s->cc.cbr_max = (uint8_t)MIN(
+                        MAX(PMU_SIM_NOMINAL_RATIO * s->rate / SIM_CORE_RATE_UNIT, (uint64_t)PMU_SIM_NOMINAL_RATIO),
+                        (uint64_t)UINT8_MAX);
         }
         s->burst = (int64_t)MIN(MAX(s->rate / 5000, (uint64_t)2048), (uint64_t)65536);
         /* A run's first TIP.PGE at least an MTC period after its start: a

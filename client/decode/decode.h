@@ -82,3 +82,6 @@ int decoder_run(Decoder *d, FILE *out, char **ret_error);
 uint64_t decoder_error_count(const Decoder *d);
 /* The per-CPU table (coverage, counts, errors by kind) and notes. */
 int decoder_print_summary(const Decoder *d, FILE *f);
+/* Which flow decoded how many segments (--decoder=fast: the rest fell
+ * back to libipt), one line; not part of any format's output. */
+int decoder_print_flow_stats(const Decoder *d, FILE *f);

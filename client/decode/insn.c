@@ -59,17 +59,21 @@ bool decode_branch_kind_is_return(DecodeBranchKind k) {
         }
 }
 
-int decode_insn_classify(const uint8_t *bytes, size_t n, DecodeInsnInfo *ret) {
+static int zdecode(const uint8_t *bytes, size_t n, ZydisDecodedInstruction *insn) {
         ZydisDecoderContext zctx;
-        ZydisDecodedInstruction insn;
-        DecodeBranchKind k = DECODE_BRANCH_NONE;
-        bool relative;
 
         (void) pthread_once(&zinit_once, zinit);
         if (!zinit_ok)
                 return -EIO;
-        if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdecoder, &zctx, bytes, n, &insn)))
+        if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdecoder, &zctx, bytes, n, insn)))
                 return -EBADMSG;
+        return 0;
+}
+
+static void classify(const ZydisDecodedInstruction *ins, DecodeInsnInfo *ret) {
+        const ZydisDecodedInstruction insn = *ins;
+        DecodeBranchKind k = DECODE_BRANCH_NONE;
+        bool relative;
 
         /* Direct means a relative immediate target; ZYDIS_ATTRIB_IS_RELATIVE
          * would also count RIP-relative memory operands (jmp *x(%rip)). */
@@ -125,6 +129,15 @@ int decode_insn_classify(const uint8_t *bytes, size_t n, DecodeInsnInfo *ret) {
                 .length = insn.length,
                 .conditional = k == DECODE_BRANCH_JCC,
         };
+}
+
+int decode_insn_classify(const uint8_t *bytes, size_t n, DecodeInsnInfo *ret) {
+        ZydisDecodedInstruction insn;
+        int r = zdecode(bytes, n, &insn);
+
+        if (r < 0)
+                return r;
+        classify(&insn, ret);
         return 0;
 }
 
@@ -157,23 +170,17 @@ static bool has_prefix(const ZydisDecodedInstruction *insn, uint8_t p) {
 
 /* Mirrors the opcode switch of libipt's pt_instruction_decode() (pt_ild.c),
  * with Zydis for the lengths and fields. */
-int decode_insn_pt(const uint8_t *bytes, size_t n, DecodePtInsn *ret) {
-        ZydisDecoderContext zctx;
-        ZydisDecodedInstruction insn;
+static void pt_classify(const ZydisDecodedInstruction *ins, DecodePtInsn *ret) {
+        const ZydisDecodedInstruction insn = *ins;
         DecodePtInsn r = { .iclass = PTIC_OTHER };
         uint8_t op, reg, modrm;
         bool rel = false;
 
-        (void) pthread_once(&zinit_once, zinit);
-        if (!zinit_ok)
-                return -EIO;
-        if (!ZYAN_SUCCESS(ZydisDecoderDecodeInstruction(&zdecoder, &zctx, bytes, n, &insn)))
-                return -EBADMSG;
         r.length = insn.length;
         if (insn.encoding != ZYDIS_INSTRUCTION_ENCODING_LEGACY ||
             (insn.opcode_map != ZYDIS_OPCODE_MAP_DEFAULT && insn.opcode_map != ZYDIS_OPCODE_MAP_0F)) {
                 *ret = r;
-                return 0;
+                return;
         }
         op = insn.opcode;
         reg = insn.raw.modrm.reg;
@@ -232,10 +239,10 @@ int decode_insn_pt(const uint8_t *bytes, size_t n, DecodePtInsn *ret) {
                                 break;
                         case 0xae:
                                 /* PTWRITE: F3 without 0x66 (libipt's test) */
-                                if (reg == 4 && has_prefix(&insn, 0xf3)) {
+                                if (reg == 4 && has_prefix(ins, 0xf3)) {
                                         r.iclass = PTIC_PTWRITE;
                                         r.flags |= DECODE_PT_PTWRITE;
-                                        if (has_prefix(&insn, 0x66))
+                                        if (has_prefix(ins, 0x66))
                                                 r.flags |= DECODE_PT_DOUBT;
                                 }
                                 break;
@@ -246,11 +253,22 @@ int decode_insn_pt(const uint8_t *bytes, size_t n, DecodePtInsn *ret) {
                 /* libipt sizes the displacement by the operand size; Zydis
                  * follows the CPU, which ignores 0x66 on near branches in
                  * 64-bit mode: leave those to libipt. */
-                if (!insn.raw.imm[0].is_relative || has_prefix(&insn, 0x66))
+                if (!insn.raw.imm[0].is_relative || has_prefix(ins, 0x66))
                         r.flags |= DECODE_PT_DOUBT;
                 r.direct = true;
                 r.disp = (int32_t) insn.raw.imm[0].value.s;
         }
         *ret = r;
+}
+
+int decode_insn_pt_and_kind(const uint8_t *bytes, size_t n, DecodePtInsn *ret, DecodeInsnInfo *ret_info) {
+        ZydisDecodedInstruction insn;
+        int r = zdecode(bytes, n, &insn);
+
+        if (r < 0)
+                return r;
+        pt_classify(&insn, ret);
+        classify(&insn, ret_info);
         return 0;
 }
+

@@ -76,6 +76,9 @@ typedef struct DecodePtInsn {
         int32_t disp;   /* its displacement */
 } DecodePtInsn;
 
-/* Decode the 64-bit instruction at the start of bytes. -EBADMSG when
- * Zydis cannot (also when bytes are too few). Thread-safe. */
-int decode_insn_pt(const uint8_t *bytes, size_t n, DecodePtInsn *ret);
+/* Both classifications of the 64-bit instruction at the start of bytes,
+ * from one decode: libipt's and the worker's (decode_insn_classify()).
+ * -EBADMSG when Zydis cannot decode it (also when bytes are too few).
+ * Thread-safe. */
+int decode_insn_pt_and_kind(const uint8_t *bytes, size_t n, DecodePtInsn *ret, DecodeInsnInfo *ret_info);
+

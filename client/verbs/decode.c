@@ -587,7 +587,8 @@ static int run(int argc, char **argv) {
         }
         if (opts.format != DECODE_FORMAT_SUMMARY && !opts.quiet)
                 (void) decoder_print_summary(d, stderr);
-        if (!opts.quiet)
+        /* Asked for a decoder: say how many segments each decoded. */
+        if (!opts.quiet && opts.decoder != DECODE_DECODER_DEFAULT)
                 (void) decoder_print_flow_stats(d, stderr);
         if (outf && fclose(TAKE_PTR(outf)) != 0) {
                 log_error_errno(errno, "Failed to write %s: %m", output);

@@ -20,14 +20,15 @@
  * conditional and indirect branch when asked for; the events enabled,
  * disabled (also with its IP suppressed: to the next MOV CR3 or branch
  * that needs trace, resuming after a call), async disabled, async branch,
- * overflow, exec mode (64-bit only), paging while tracing is off, async
- * paging, stop, exstop, mwait, pwre, pwrx, cbr, mnt and tick, with
- * libipt's checks.
+ * overflow, exec mode (64-bit only), paging (bound to the MOV CR3 or far
+ * branch, which waits as libipt's postponed instruction until the events
+ * on it are out), async paging and VMCS (PSB+ has them), PTWRITE (bound to the PTWRITE), TSX begin
+ * and commit (speculative blocks), stop, exstop, mwait, pwre, pwrx, cbr,
+ * mnt and tick, with libipt's checks.
  *
  * What it leaves to libipt (DECODE_FLOW_FALLBACK: the segment is decoded
  * again with pt_blk): every error but the end of the trace; a mode other
- * than 64-bit; paging events while tracing is on (they bind to the MOV
- * CR3, libipt's postponed instruction), VMCS, PTWRITE and TSX events; the
+ * than 64-bit; VMCS events outside PSB+ (VMPTRLD, VM entries); TSX aborts (libipt's BDM64 workaround); the
  * errata workarounds libipt applies to events (SKD022 on an async disable
  * at VMLAUNCH/VMRESUME, SKL014 with address filters); code it cannot read
  * in one section, overlapped sections, text pokes; a block of 65,535
@@ -56,7 +57,7 @@ struct FastBlk {
         enum pt_exec_mode mode;
         uint64_t ip;
         int status; /* the query decoder's last status */
-        bool enabled, process_event;
+        bool enabled, process_event, speculative;
         struct pt_event event;
 
         /* pt_blk_postpone_insn(): the instruction an event bound to, gone
@@ -64,6 +65,11 @@ struct FastBlk {
         bool process_insn, bound_paging, bound_ptwrite;
         uint64_t insn_ip;
         DecodePtInsn insn;
+
+        /* The worker's classification of the last block's last
+         * instruction, known from its run (fast_blk_block_class()). */
+        uint64_t class_ip;
+        uint8_t class_kind, class_length;
 
         uint64_t stack[RETSTACK_SIZE + 1];
         uint8_t top, bottom;
@@ -272,7 +278,7 @@ static int step_to(FastBlk *b, struct pt_block *blk, const FastRun *run, uint64_
                 DecodePtInsn insn;
                 int isid, r;
 
-                if (b->ip >= target || b->ip >= run->last_ip)
+                if (b->ip >= target || b->ip >= FAST_RUN_LAST_IP(run))
                         return GIVE_UP; /* target inside an instruction */
                 r = fast_code_insn(b->cache, &b->at, b->view, b->ip, &insn, &isid);
                 if (r < 0)
@@ -300,17 +306,20 @@ static int walk(FastBlk *b, struct pt_block *blk, Walk how, uint64_t target, Rea
                 r = fast_code_run(b->cache, &b->at, b->view, b->ip, &run);
                 if (r < 0)
                         return r;
-                if (how == WALK_IP && target > b->ip && target <= run->last_ip)
+                if (how == WALK_IP && target > b->ip && target <= FAST_RUN_LAST_IP(run))
                         return step_to(b, blk, run, target);
-                r = add(blk, run->isid, run->ninsn, run->last_ip, &run->last);
+                r = add(blk, run->isid, run->ninsn, FAST_RUN_LAST_IP(run), &run->last);
                 if (r <= 0)
                         return r;
-                *reached = (Reached){ .ip = run->last_ip, .insn = run->last };
-                b->ip = run->last_ip;
-                log_call(b, run->last_ip, &run->last);
+                *reached = (Reached){ .ip = FAST_RUN_LAST_IP(run), .insn = run->last };
+                b->class_ip = FAST_RUN_LAST_IP(run);
+                b->class_kind = run->kind;
+                b->class_length = run->last.length;
+                b->ip = FAST_RUN_LAST_IP(run);
+                log_call(b, FAST_RUN_LAST_IP(run), &run->last);
                 if (walk_stops_at(how, &run->last))
                         return 1;
-                if (!next_ip(run->last_ip, &run->last, &b->ip))
+                if (!next_ip(FAST_RUN_LAST_IP(run), &run->last, &b->ip))
                         return -pte_bad_query;
                 if (run->last.iclass == ptic_call || run->last.iclass == ptic_jump)
                         return how == WALK_IP && b->ip == target ? 1 : 0; /* end_on_call, end_on_jump */
@@ -375,8 +384,10 @@ static bool event_ip(const struct pt_event *ev, uint64_t *ret) {
                 return false;
         switch (ev->type) {
         case ptev_async_paging: *ret = ev->variant.async_paging.ip; return true;
+        case ptev_async_vmcs: *ret = ev->variant.async_vmcs.ip; return true;
         case ptev_exec_mode: *ret = ev->variant.exec_mode.ip; return true;
         case ptev_exstop: *ret = ev->variant.exstop.ip; return true;
+        case ptev_tsx: *ret = ev->variant.tsx.ip; return true;
         case ptev_mwait: *ret = ev->variant.mwait.ip; return true;
         default: return false;
         }
@@ -387,9 +398,10 @@ static bool unsupported(const FastBlk *b, const struct pt_event *ev) {
         (void) b;
         switch (ev->type) {
         case ptev_vmcs:
-        case ptev_async_vmcs:
-        case ptev_tsx:
                 return true;
+        case ptev_tsx:
+                /* An abort may need libipt's BDM64 workaround. */
+                return ev->variant.tsx.aborted;
         default:
                 return false;
         }
@@ -485,6 +497,7 @@ static int proceed_event(FastBlk *b, struct pt_block *blk) {
                         return r;
                 break;
         case ptev_async_paging:
+        case ptev_async_vmcs:
         case ptev_exec_mode:
                 /* pt_blk_proceed_to_ip_with_trace(): needing trace ends the block. */
                 if (!event_ip(ev, &ip))
@@ -499,7 +512,8 @@ static int proceed_event(FastBlk *b, struct pt_block *blk) {
                 break;
         case ptev_exstop:
         case ptev_mwait:
-                if (!b->enabled || !event_ip(ev, &ip))
+        case ptev_tsx:
+                if ((ev->type != ptev_tsx && !b->enabled) || !event_ip(ev, &ip))
                         break;
                 r = walk(b, blk, WALK_IP, ip, &reached);
                 if (r <= 0)
@@ -574,7 +588,9 @@ static int trailing_event(FastBlk *b) {
                                 goto done;
                         break;
                 case ptev_async_paging:
+                case ptev_async_vmcs:
                 case ptev_exec_mode:
+                case ptev_tsx: /* pt_blk_postpone_trailing_tsx(), aborts aside */
                         if (event_ip(ev, &ip) && b->ip != ip)
                                 goto done;
                         break;
@@ -612,7 +628,7 @@ static void reset(FastBlk *b) {
         b->mode = ptem_unknown;
         b->ip = 0;
         b->status = 0;
-        b->enabled = b->process_event = false;
+        b->enabled = b->process_event = b->speculative = false;
         clear_postponed(b);
         b->event = (struct pt_event){};
         b->top = b->bottom = 0;
@@ -641,7 +657,8 @@ int fast_blk_next(FastBlk *b, struct pt_block *blk) {
         Reached reached;
         int r;
 
-        *blk = (struct pt_block){ .ip = b->ip, .mode = b->mode };
+        *blk = (struct pt_block){ .ip = b->ip, .mode = b->mode, .speculative = b->speculative };
+        b->class_ip = 0;
         r = fetch_event(b);
         if (r != 0)
                 return boundary(r < 0 ? r : proceed_event(b, blk));
@@ -688,6 +705,10 @@ int fast_blk_event(FastBlk *b, struct pt_event *uev) {
                 if (!ev->ip_suppressed && b->ip != ev->variant.async_paging.ip)
                         return GIVE_UP;
                 break;
+        case ptev_async_vmcs:
+                if (!ev->ip_suppressed && b->ip != ev->variant.async_vmcs.ip)
+                        return GIVE_UP;
+                break;
         case ptev_paging:
                 break; /* the address space is the worker's (attribution) */
         case ptev_overflow:
@@ -695,6 +716,7 @@ int fast_blk_event(FastBlk *b, struct pt_event *uev) {
                         return GIVE_UP;
                 b->enabled = !ev->ip_suppressed;
                 b->ip = ev->ip_suppressed ? 0 : ev->variant.overflow.ip;
+                b->speculative = false;
                 break;
         case ptev_exec_mode:
                 if (!ev->ip_suppressed && b->ip != ev->variant.exec_mode.ip)
@@ -707,6 +729,11 @@ int fast_blk_event(FastBlk *b, struct pt_event *uev) {
         case ptev_stop:
                 if (ev->status_update || b->enabled)
                         return GIVE_UP;
+                break;
+        case ptev_tsx:
+                if (!ev->ip_suppressed && b->ip != ev->variant.tsx.ip)
+                        return GIVE_UP;
+                b->speculative = ev->variant.tsx.speculative;
                 break;
         case ptev_exstop:
                 if (!ev->ip_suppressed && b->enabled && b->ip != ev->variant.exstop.ip)
@@ -763,6 +790,17 @@ void fast_blk_free(FastBlk *b) {
                 return;
         pt_qry_free_decoder(b->qry);
         free(b);
+}
+
+bool fast_blk_block_class(const FastBlk *b, const struct pt_block *blk, DecodeInsnInfo *ret) {
+        if (blk->ninsn == 0 || b->class_ip != blk->end_ip || b->class_ip == 0)
+                return false;
+        *ret = (DecodeInsnInfo){
+                .kind = b->class_kind,
+                .length = b->class_length,
+                .conditional = b->class_kind == DECODE_BRANCH_JCC,
+        };
+        return true;
 }
 
 struct pt_query_decoder *fast_blk_query(const FastBlk *b) {

@@ -29,19 +29,29 @@ typedef enum FastRunEnd {
 } FastRunEnd;
 
 typedef struct FastRun {
-        uint64_t ip;      /* the first instruction */
-        uint64_t last_ip; /* the last */
-        int32_t isid;     /* 0: an empty slot */
+        uint64_t ip;        /* the first instruction */
+        int32_t isid;       /* 0: an empty slot */
+        uint32_t last_off;  /* the last instruction, from ip */
         uint16_t ninsn;
-        uint8_t end;      /* FastRunEnd */
+        uint8_t end;        /* FastRunEnd */
+        uint8_t kind;       /* the last instruction as the worker classifies it (decode_insn_classify()) */
         DecodePtInsn last;
 } FastRun;
 
-/* Where the decoder is reading code: the section of the last lookup. */
+#define FAST_RUN_LAST_IP(r) ((r)->ip + (r)->last_off)
+
+/* Where the decoder is reading code: the sections of the last lookups
+ * (a trace moves between a few: the kernel, a program, its libraries),
+ * each checked for overlaps once. */
+#define FAST_SECTIONS 4
 typedef struct FastSection {
-        const DecodeView *view;
-        const DecodeSection *sec;
-        int isid;
+        struct {
+                const DecodeView *view;
+                const DecodeSection *sec;
+                int isid;
+        } e[FAST_SECTIONS];
+        unsigned next; /* the entry replaced next */
+        unsigned cur;  /* the entry of the last lookup */
 } FastSection;
 
 /* The run at ip in view v. DECODE_FLOW_FALLBACK when the code is not
@@ -58,4 +68,5 @@ int fast_blk_sync_forward(FastBlk *b);
 int fast_blk_next(FastBlk *b, struct pt_block *block);
 int fast_blk_event(FastBlk *b, struct pt_event *ev);
 struct pt_query_decoder *fast_blk_query(const FastBlk *b);
+bool fast_blk_block_class(const FastBlk *b, const struct pt_block *blk, DecodeInsnInfo *ret);
 void fast_blk_set_view(FastBlk *b, const DecodeView *v);

@@ -69,6 +69,10 @@ int decode_flow_get_sync_offset(const DecodeFlow *f, uint64_t *ret) {
         return pt_blk_get_sync_offset(f->blk, ret);
 }
 
+bool decode_flow_block_class(const DecodeFlow *f, const struct pt_block *b, DecodeInsnInfo *ret) {
+        return f->kind == DECODE_FLOW_FAST && fast_blk_block_class(f->fast, b, ret);
+}
+
 int decode_flow_set_image(DecodeFlow *f, struct pt_image *img, const DecodeView *v) {
         if (f->kind == DECODE_FLOW_FAST) {
                 fast_blk_set_view(f->fast, v);

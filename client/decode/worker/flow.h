@@ -25,6 +25,7 @@
 #include <intel-pt.h>
 
 #include "client/decode/image/image.h"
+#include "client/decode/insn.h"
 
 /* Not a pt_error_code: the fast flow gives up on this segment. */
 #define DECODE_FLOW_FALLBACK (-4096)
@@ -62,6 +63,10 @@ int decode_flow_get_sync_offset(const DecodeFlow *f, uint64_t *ret);
 /* The address space from now on: libipt's image of view v (the fast flow
  * reads v itself). */
 int decode_flow_set_image(DecodeFlow *f, struct pt_image *img, const DecodeView *v);
+/* The last instruction of block b (the one next() just gave) as
+ * decode_insn_classify() classifies it, where the flow knows it without
+ * decoding it again (the fast flow, mostly): false otherwise. */
+bool decode_flow_block_class(const DecodeFlow *f, const struct pt_block *b, DecodeInsnInfo *ret);
 
 /* The fast flow's cache of decoded code, one per worker: keyed by the
  * isids of the worker's image cache, so emptied whenever that is reset. */

@@ -1,10 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * One segment, one libipt block decoder.
+ * One segment, one block decoder.
  *
- * libipt does the flow: pt_blk_next() gives blocks of sequential
- * instructions and pt_blk_event() the events between them. A branch taken
+ * The flow (client/decode/worker/flow.h) gives blocks of sequential
+ * instructions and the events between them, as libipt's pt_blk_next() and
+ * pt_blk_event() do: libipt's block decoder itself (--decoder=libipt), or
+ * the fast flow (--decoder=fast, client/decode/worker/fastblk.c), the same
+ * state machine over libipt's query decoder walking a per-worker cache of
+ * decoded runs of instructions. Everything below the flow is the same for
+ * both, so their output is the same byte for byte as long as their blocks
+ * and events are (tests/decode/test-decode-equal-paths.sh,
+ * tests/fuzz/fuzz-decode-paths.c). Where the fast flow gives up
+ * (DECODE_FLOW_FALLBACK: errors, which libipt reports and recovers from,
+ * and whatever it does not mirror), run() stops with -ECANCELED and
+ * decode_segment_decode() decodes the whole segment again with libipt,
+ * its records forgotten (the sink starts afresh).
+ *
+ * A branch taken
  * is the transition from one block's last instruction to the next block's
  * first (or to the IP an event names): the last instruction is classified
  * (client/decode/insn.c) and the transfer recorded when it is a branch and, for a
@@ -84,7 +97,8 @@ static int handle_block(SegState *s, const struct pt_block *b) {
 
         s->has_last = true;
         s->last_ip = b->end_ip;
-        if (seg_classify(s, b, &info) < 0 || info.kind == DECODE_BRANCH_NONE)
+        if ((!decode_flow_block_class(s->dec, b, &info) && seg_classify(s, b, &info) < 0) ||
+            info.kind == DECODE_BRANCH_NONE)
                 return 0;
         s->pending = true;
         s->pending_ip = b->end_ip;

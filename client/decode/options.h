@@ -63,7 +63,7 @@ typedef enum DecodeDecoder {
 } DecodeDecoder;
 
 /* What DECODE_DECODER_DEFAULT means. */
-#define DECODE_DECODER_DEFAULT_IS DECODE_DECODER_LIBIPT
+#define DECODE_DECODER_DEFAULT_IS DECODE_DECODER_FAST
 
 int decode_decoder_from_string(const char *s);
 

@@ -25,6 +25,7 @@ _ptctl() {
         --socket) COMPREPLY=($(compgen -f -- "$cur")); return ;;
         -D|--directory|--symfs|--debug-dir) COMPREPLY=($(compgen -d -- "$cur")); return ;;
         --pt|--image|--kcore|--output|-o) COMPREPLY=($(compgen -f -- "$cur")); return ;;
+        --decoder) COMPREPLY=($(compgen -W "fast libipt" -- "$cur")); return ;;
     esac
 
     if [[ -z $verb ]]; then

@@ -364,6 +364,10 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         d->work.ctx_cpus = d->ctx_cpus;
         d->work.want_records = d->formatter->records;
         d->work.want_blocks = d->formatter->blocks;
+        d->work.flow = (opts->decoder == DECODE_DECODER_DEFAULT ? DECODE_DECODER_DEFAULT_IS : opts->decoder) ==
+                                       DECODE_DECODER_FAST
+                               ? DECODE_FLOW_FAST
+                               : DECODE_FLOW_LIBIPT;
 
         d->output.opts = &d->opts;
         d->output.clock = &d->clock;
@@ -392,6 +396,21 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
 
 uint64_t decoder_error_count(const Decoder *d) {
         return d->n_errors + d->ctx->stats.malformed + strv_length(d->in->errors);
+}
+
+int decoder_print_flow_stats(const Decoder *d, FILE *f) {
+        uint64_t fast = 0, libipt = 0;
+
+        for (size_t i = 0; i < d->index->n_cpus; i++) {
+                fast += d->cpu_stats[i].segments_fast;
+                libipt += d->cpu_stats[i].segments_libipt;
+        }
+        if (d->work.flow != DECODE_FLOW_FAST)
+                return fprintf(f, "decoder: libipt, %" PRIu64 " segments\n", libipt) < 0 ? -EIO : 0;
+        return fprintf(f, "decoder: fast, %" PRIu64 " of %" PRIu64 " segments (%" PRIu64 " decoded again by libipt)\n",
+                       fast, fast + libipt, libipt) < 0
+                       ? -EIO
+                       : 0;
 }
 
 int decoder_print_summary(const Decoder *d, FILE *f) {

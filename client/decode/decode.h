@@ -19,9 +19,10 @@
  *                   addr-filters.h (the IP filter ranges for libipt)
  *   3  code         image/ (images, sections, address-space views, text
  *                   pokes, per-worker libipt images), symbols.h, plt.h
- *   4  workers      worker/: one libipt block decoder per segment
- *                   (segment.c), thread attribution (attribution.h) ->
- *                   records (record.h)
+ *   4  workers      worker/: one block decoder per segment (segment.c)
+ *                   behind flow.h: the fast flow (fastblk.c, fastcode.c)
+ *                   or libipt's pt_blk, thread attribution
+ *                   (attribution.h) -> records (record.h)
  *   5  stitching    stitch.h (results in output order: CPU by CPU, or
  *                   merged by time), summary.h (the per-CPU table)
  *   6  formats      format/: branches, insn, json, calls, folded,
@@ -82,3 +83,6 @@ int decoder_run(Decoder *d, FILE *out, char **ret_error);
 uint64_t decoder_error_count(const Decoder *d);
 /* The per-CPU table (coverage, counts, errors by kind) and notes. */
 int decoder_print_summary(const Decoder *d, FILE *f);
+/* Which flow decoded how many segments (--decoder=fast: the rest fell
+ * back to libipt), one line; not part of any format's output. */
+int decoder_print_flow_stats(const Decoder *d, FILE *f);

@@ -55,3 +55,30 @@ int decode_insn_classify(const uint8_t *bytes, size_t n, DecodeInsnInfo *ret);
 /* Disassemble (Intel syntax) into buf; returns the instruction length or
  * -EBADMSG. Thread-safe. */
 int decode_insn_disassemble(const uint8_t *bytes, size_t n, uint64_t addr, char *buf, size_t size);
+
+/* An instruction as libipt's instruction length decoder classifies it
+ * (libipt's pt_ild.c, pt_instruction_decode(): by opcode and map, VEX and
+ * higher maps being "other"), for the fast flow
+ * (client/decode/worker/fastblk.c). iclass takes the values of libipt's
+ * enum pt_insn_class. */
+enum {
+        DECODE_PT_MOV_CR3 = 1 << 0,  /* binds a paging event, ends a disabled walk */
+        DECODE_PT_VM = 1 << 1,       /* VMLAUNCH, VMRESUME, VMPTRLD: bind VMCS events */
+        DECODE_PT_PTWRITE = 1 << 2,  /* binds PTWRITE events */
+        DECODE_PT_DOUBT = 1 << 3,    /* libipt might see it otherwise (0x66 on a branch or PTWRITE) */
+};
+
+typedef struct DecodePtInsn {
+        uint8_t length;
+        uint8_t iclass; /* enum pt_insn_class */
+        uint8_t flags;  /* DECODE_PT_* */
+        bool direct;    /* a near call or jump with a relative target */
+        int32_t disp;   /* its displacement */
+} DecodePtInsn;
+
+/* Both classifications of the 64-bit instruction at the start of bytes,
+ * from one decode: libipt's and the worker's (decode_insn_classify()).
+ * -EBADMSG when Zydis cannot decode it (also when bytes are too few).
+ * Thread-safe. */
+int decode_insn_pt_and_kind(const uint8_t *bytes, size_t n, DecodePtInsn *ret, DecodeInsnInfo *ret_info);
+

@@ -22,6 +22,14 @@ int decode_format_from_string(const char *s) {
         return -EINVAL;
 }
 
+int decode_decoder_from_string(const char *s) {
+        if (streq(s, "fast"))
+                return DECODE_DECODER_FAST;
+        if (streq(s, "libipt"))
+                return DECODE_DECODER_LIBIPT;
+        return -EINVAL;
+}
+
 static const char *const field_names[_DECODE_FIELD_MAX] = {
         [DECODE_FIELD_TIME] = "time", [DECODE_FIELD_CPU] = "cpu",     [DECODE_FIELD_PID] = "pid",
         [DECODE_FIELD_TID] = "tid",   [DECODE_FIELD_COMM] = "comm",   [DECODE_FIELD_FROM] = "from",

@@ -54,6 +54,19 @@ typedef enum DecodeWeight {
 } DecodeWeight;
 
 /* One end of --time: absolute perf time (ns) or relative to the trigger. */
+/* --decoder=: whose instruction walk decodes the trace (client/decode/worker/flow.h). */
+typedef enum DecodeDecoder {
+        DECODE_DECODER_DEFAULT, /* DECODE_DECODER_DEFAULT_IS */
+        DECODE_DECODER_FAST,    /* ours, on libipt's query decoder; libipt where it is unsure */
+        DECODE_DECODER_LIBIPT,  /* libipt's block decoder: the reference */
+        _DECODE_DECODER_MAX,
+} DecodeDecoder;
+
+/* What DECODE_DECODER_DEFAULT means. */
+#define DECODE_DECODER_DEFAULT_IS DECODE_DECODER_FAST
+
+int decode_decoder_from_string(const char *s);
+
 typedef struct DecodeTimeSpec {
         bool set;
         bool relative;
@@ -83,6 +96,7 @@ typedef struct DecodeOptions {
         bool quiet;             /* no summary on stderr */
         int progress;           /* -1 auto (tty and > 1 s), 0 never, 1 always */
         DecodeWeight weight;
+        DecodeDecoder decoder;
 
         /* Filters. */
         bool *cpu_mask;

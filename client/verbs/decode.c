@@ -52,6 +52,8 @@ static void help(void) {
                "Decoding:\n"
                "  -j --jobs=N             worker threads (default: online CPUs)\n"
                "     --segment-size=SIZE  trace bytes per parallel segment (default 256K; 0 = one per CPU)\n"
+               "     --decoder=fast|libipt  our cached block decoder (default; libipt where it is\n"
+               "                          unsure) or libipt's own, the reference\n"
                "     --strict             exit with status 1 if there was any decode error\n"
                "  -q --quiet              no summary on standard error\n"
                "     --progress=auto|yes|no  progress bar on standard error (auto: on a terminal, after 1 s)\n"
@@ -105,6 +107,7 @@ enum {
         ARG_CPUID_15,
         ARG_TSC_CONVERSION,
         ARG_NO_PAGER,
+        ARG_DECODER,
 };
 
 static int strv_push(char ***l, const char *s) {
@@ -216,6 +219,7 @@ static const struct option options[] = {
         { "last", required_argument, NULL, ARG_LAST },
         { "jobs", required_argument, NULL, 'j' },
         { "segment-size", required_argument, NULL, ARG_SEGMENT_SIZE },
+        { "decoder", required_argument, NULL, ARG_DECODER },
         { "strict", no_argument, NULL, ARG_STRICT },
         { "quiet", no_argument, NULL, 'q' },
         { "progress", required_argument, NULL, ARG_PROGRESS },
@@ -361,6 +365,14 @@ static int run(int argc, char **argv) {
                                 return PTCTL_EXIT_USAGE;
                         }
                         opts.jobs = (unsigned) u;
+                        break;
+                case ARG_DECODER:
+                        r = decode_decoder_from_string(optarg);
+                        if (r < 0) {
+                                log_error("invalid --decoder '%s': fast or libipt", optarg);
+                                return PTCTL_EXIT_USAGE;
+                        }
+                        opts.decoder = r;
                         break;
                 case ARG_SEGMENT_SIZE:
                         if (parse_size(optarg, &opts.segment_size) < 0) {
@@ -575,6 +587,9 @@ static int run(int argc, char **argv) {
         }
         if (opts.format != DECODE_FORMAT_SUMMARY && !opts.quiet)
                 (void) decoder_print_summary(d, stderr);
+        /* Asked for a decoder: say how many segments each decoded. */
+        if (!opts.quiet && opts.decoder != DECODE_DECODER_DEFAULT)
+                (void) decoder_print_flow_stats(d, stderr);
         if (outf && fclose(TAKE_PTR(outf)) != 0) {
                 log_error_errno(errno, "Failed to write %s: %m", output);
                 return PTCTL_EXIT_FAILURE;

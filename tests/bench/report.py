@@ -175,7 +175,8 @@ def decode_reference(b, f):
             if g['tool'] == 'perf' and g['group'] == f['group']:
                 return g
         for g in figs:
-            if g['tool'] == 'plain' and g['group'] == f['group']:
+            # The --decoder= figures are branches too, compared with the plain loop.
+            if g['tool'] == 'plain' and g['group'] in (f['group'], 'branches' if f['group'] == 'decoder' else None):
                 return g
     return None
 

@@ -269,4 +269,15 @@ if command -v script >/dev/null; then
         grep -q 'decoding \[' "$tmp/tty" && fail "progress shown for a short decode"
 fi
 
+# --decoder: a bad name is a usage error naming the valid ones; a named
+# decoder says on standard error how many segments it decoded.
+rc=0
+"$ptctl" decode --decoder=fastest --pt "$td/pt.bin" --image "$td/hello" >/dev/null 2>"$tmp/err" || rc=$?
+[ "$rc" -eq 2 ] || fail "--decoder=fastest: exit status $rc, not 2"
+grep -q "invalid --decoder 'fastest': fast or libipt" "$tmp/err" || fail "--decoder=fastest: $(cat "$tmp/err")"
+"$ptctl" decode --decoder=fast --pt "$td/pt.bin" --image "$td/hello" --format=summary 2>"$tmp/err" >/dev/null ||
+        fail "--decoder=fast failed"
+grep -q '^decoder: fast, 1 of 1 segments (0 decoded again by libipt)$' "$tmp/err" ||
+        fail "--decoder=fast: no segment count: $(cat "$tmp/err")"
+
 echo OK

@@ -14,10 +14,9 @@
  * symbolization and rendering all see hostile data.
  */
 
-#include <stdio.h>
-#include <sys/mman.h>
 
 #include "client/decode/decode.h"
+#include "tests/fuzz/fuzz-code.h"
 #include "client/decode/input/bundle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -39,15 +38,7 @@ static const uint8_t code[] = {
 static char code_path[64];
 
 static int setup(void) {
-        int fd;
-
-        if (code_path[0])
-                return 0;
-        fd = memfd_create("fuzz-decode-code", MFD_CLOEXEC);
-        if (fd < 0 || write(fd, code, sizeof(code)) != (ssize_t) sizeof(code))
-                return -1;
-        snprintf(code_path, sizeof(code_path), "/proc/self/fd/%d", fd);
-        return 0;
+        return fuzz_code_file("fuzz-decode-code", code, sizeof(code), code_path, sizeof(code_path));
 }
 
 static void run(const DecodeInput *in, DecodeFormat format) {

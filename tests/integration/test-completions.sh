@@ -26,6 +26,10 @@ got=$(complete_words ptctl "" | sort)
 # the writer with SIGPIPE and fail the pipeline although it matched.)
 got=$(complete_words ptctl decode --for)
 grep -qx -- --format <<<"$got" || { echo "FAIL: 'ptctl decode --for' does not offer --format"; exit 1; }
+got=$(complete_words ptctl decode --dec)
+grep -qx -- --decoder <<<"$got" || { echo "FAIL: 'ptctl decode --dec' does not offer --decoder"; exit 1; }
+[ "$(complete_words ptctl decode --decoder "" | sort | tr '\n' ' ')" = "fast libipt " ] ||
+    { echo "FAIL: --decoder's values do not complete"; exit 1; }
 got=$(complete_words ptctl status --j)
 grep -qx -- --json <<<"$got" || { echo "FAIL: global --json not offered after a verb"; exit 1; }
 [ "$(complete_words ptctl watchdog re | sort | tr '\n' ' ')" = "register remove " ] ||

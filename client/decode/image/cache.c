@@ -15,6 +15,7 @@ struct DecodeImageCache {
         U64Map images; /* view pointer -> struct pt_image* */
         const DecodeSection **by_isid; /* this cache's isid -> section */
         size_t n_by_isid;
+        U64Map isids; /* section pointer -> its isid here (the fast flow's key) */
 };
 
 int decode_image_cache_new(DecodeImages *im, DecodeImageCache **ret) {
@@ -43,6 +44,7 @@ DecodeImageCache *decode_image_cache_free(DecodeImageCache *c) {
         u64map_done(&c->images);
         pt_iscache_free(c->iscache);
         free(c->by_isid);
+        u64map_done(&c->isids);
         return mfree(c);
 }
 
@@ -61,6 +63,7 @@ int decode_image_cache_reset(DecodeImageCache *c) {
         c->iscache = n;
         if (c->by_isid)
                 memset(c->by_isid, 0, c->n_by_isid * sizeof(DecodeSection *));
+        u64map_done(&c->isids);
         return 0;
 }
 
@@ -68,6 +71,14 @@ const DecodeSection *decode_image_cache_section(const DecodeImageCache *c, int i
         if (isid <= 0 || (size_t) isid >= c->n_by_isid)
                 return NULL;
         return c->by_isid[isid];
+}
+
+int decode_image_cache_isid(const DecodeImageCache *c, const DecodeSection *sec) {
+        return (int) (uintptr_t) u64map_get(&c->isids, (uint64_t) (uintptr_t) sec);
+}
+
+bool decode_images_have_pokes(const DecodeImages *im) {
+        return im->n_regions > 0;
 }
 
 static int cache_section(DecodeImageCache *c, const DecodeSection *sec, int *ret) {
@@ -86,6 +97,8 @@ static int cache_section(DecodeImageCache *c, const DecodeSection *sec, int *ret
                 c->n_by_isid = n;
         }
         c->by_isid[isid] = sec;
+        if (u64map_put(&c->isids, (uint64_t) (uintptr_t) sec, (void *) (uintptr_t) isid) < 0)
+                return -ENOMEM;
         *ret = isid;
         return 0;
 }

@@ -112,3 +112,7 @@ int decode_image_cache_get(DecodeImageCache *c, const DecodeView *v, struct pt_i
 int decode_image_cache_reset(DecodeImageCache *c);
 /* The section behind an isid of this cache's images (a block's isid). */
 const DecodeSection *decode_image_cache_section(const DecodeImageCache *c, int isid);
+/* The isid this cache's images gave sec (0: none yet). */
+int decode_image_cache_isid(const DecodeImageCache *c, const DecodeSection *sec);
+/* Whether kernel text changes over time (libipt reads those bytes through a callback). */
+bool decode_images_have_pokes(const DecodeImages *im);

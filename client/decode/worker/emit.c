@@ -32,11 +32,11 @@ static int update_time(SegState *s) {
         uint32_t cbr;
         int r;
 
-        if (pt_blk_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
+        if (decode_flow_time(s->dec, &tsc, &lost_mtc, &lost_cyc) < 0)
                 return 0; /* no wall-clock time (yet) */
         if (s->at.has_time && tsc == s->at.tsc)
                 return 0;
-        if (pt_blk_core_bus_ratio(s->dec, &cbr) >= 0 && cbr <= UINT8_MAX)
+        if (decode_flow_core_bus_ratio(s->dec, &cbr) >= 0 && cbr <= UINT8_MAX)
                 s->cbr = cbr;
         r = note_time(s, tsc);
         if (r < 0)

@@ -72,6 +72,8 @@ void decode_cpu_stats_add(DecodeCpuStats *a, const DecodeCpuStats *b) {
         a->tr_starts += b->tr_starts;
         a->tr_ends += b->tr_ends;
         a->bytes += b->bytes;
+        a->segments_fast += b->segments_fast;
+        a->segments_libipt += b->segments_libipt;
         if (b->has_time) {
                 if (!a->has_time) {
                         a->first_tsc = b->first_tsc;

@@ -73,6 +73,7 @@ typedef struct DecodeCpuStats {
         uint64_t errors_by_code[32]; /* by -pt_error_code */
         uint64_t overflows, trace_stops, tr_starts, tr_ends;
         uint64_t bytes;
+        uint64_t segments_fast, segments_libipt; /* by the flow that decoded them (worker/flow.h) */
         bool has_time;
         uint64_t first_tsc, last_tsc;
 } DecodeCpuStats;

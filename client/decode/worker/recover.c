@@ -37,7 +37,7 @@ int seg_offset(SegState *s, uint64_t *ret) {
         uint64_t off;
         int r;
 
-        r = pt_blk_get_offset(s->dec, &off);
+        r = decode_flow_get_offset(s->dec, &off);
         if (r < 0)
                 return r;
         if (s->rec.dec) {
@@ -52,14 +52,14 @@ int seg_resync(SegState *s) {
         uint64_t before = 0, sync = 0;
         int status;
 
-        (void) pt_blk_get_offset(s->dec, &before);
+        (void) decode_flow_get_offset(s->dec, &before);
         for (;;) {
-                status = pt_blk_sync_forward(s->dec);
+                status = decode_flow_sync_forward(s->dec);
                 if (status == -pte_eos) {
                         s->done = true;
                         return 0;
                 }
-                if (pt_blk_get_sync_offset(s->dec, &sync) >= 0 && sync >= s->seg->next) {
+                if (decode_flow_get_sync_offset(s->dec, &sync) >= 0 && sync >= s->seg->next) {
                         s->done = true;
                         return 0;
                 }
@@ -71,7 +71,7 @@ int seg_resync(SegState *s) {
                         int r = seg_report_error(s, status, 0);
                         if (r < 0)
                                 return r;
-                        (void) pt_blk_get_offset(s->dec, &now);
+                        (void) decode_flow_get_offset(s->dec, &now);
                         if (now <= before) {
                                 s->done = true;
                                 return 0;
@@ -250,7 +250,7 @@ static int write_header(SegState *s, const Resume *res, uint8_t *buf, size_t siz
 static void recovery_free(SegState *s) {
         if (!s->rec.dec)
                 return;
-        pt_blk_free_decoder(s->rec.dec);
+        decode_flow_free(s->rec.dec);
         s->dec = s->rec.main;
         free(s->rec.buf);
         s->rec = (SegRecovery){};
@@ -271,7 +271,7 @@ int seg_recovery_end(SegState *s) {
         }
         if (s->at.view && s->at.set_view(s->at.userdata, s->at.view) < 0)
                 return -EIO;
-        status = pt_blk_sync_set(s->dec, s->ci->psbs[next].offset);
+        status = decode_flow_sync_set(s->dec, s->ci->psbs[next].offset);
         if (status < 0) {
                 int r = seg_report_error(s, status, 0);
                 if (r < 0)
@@ -319,12 +319,13 @@ int seg_recover(SegState *s) {
         memcpy(s->rec.buf + header, s->ci->data + res.offset, end - res.offset);
         cfg.begin = s->rec.buf;
         cfg.end = s->rec.buf + header + (end - res.offset);
-        s->rec.dec = pt_blk_alloc_decoder(&cfg);
-        if (!s->rec.dec) {
+        r = decode_flow_new(DECODE_FLOW_LIBIPT, &cfg, NULL, &s->rec.flow);
+        if (r < 0) {
                 free(s->rec.buf);
                 s->rec.buf = NULL;
-                return -ENOMEM;
+                return r;
         }
+        s->rec.dec = &s->rec.flow;
         s->rec.main = s->dec;
         s->rec.header = header;
         s->rec.resume = res.offset;
@@ -336,7 +337,7 @@ int seg_recover(SegState *s) {
         s->pending = false;
         s->has_last = false;
         s->at.in_user_region = false;
-        status = pt_blk_sync_set(s->dec, 0);
+        status = decode_flow_sync_set(s->dec, 0);
         if (status < 0)
                 return seg_recovery_end(s);
         return status;

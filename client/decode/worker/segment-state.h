@@ -13,13 +13,15 @@
 #include <intel-pt.h>
 
 #include "client/decode/worker/attribution.h"
+#include "client/decode/worker/flow.h"
 #include "client/decode/worker/segment.h"
 
 /* A decoder that resumes after an error, over a copy of the trace behind a
  * PSB+ of ours (recover.c). */
 typedef struct SegRecovery {
-        struct pt_block_decoder *dec;  /* NULL: not recovering */
-        struct pt_block_decoder *main; /* the segment's decoder, meanwhile */
+        DecodeFlow flow;               /* always libipt's */
+        DecodeFlow *dec;               /* &flow; NULL: not recovering */
+        DecodeFlow *main;              /* the segment's decoder, meanwhile */
         uint8_t *buf;                  /* our PSB+, then the trace from resume */
         size_t header;                 /* bytes of our PSB+ */
         uint64_t resume;               /* the trace offset buf[header] comes from */
@@ -50,7 +52,8 @@ typedef struct SegState {
         const DecodeCpuIndex *ci;
         DecodeSegmentResult *res;
         const DecodeRecordSink *sink;
-        struct pt_block_decoder *dec; /* the segment's, or rec.dec while recovering */
+        DecodeFlow flow;              /* the segment's decoder */
+        DecodeFlow *dec;              /* &flow, or rec.dec while recovering */
         SegRecovery rec;
         DecodeAttribution at; /* thread and address space at the decoder's position */
 

@@ -1,10 +1,23 @@
 /* SPDX-License-Identifier: MIT */
 
 /*
- * One segment, one libipt block decoder.
+ * One segment, one block decoder.
  *
- * libipt does the flow: pt_blk_next() gives blocks of sequential
- * instructions and pt_blk_event() the events between them. A branch taken
+ * The flow (client/decode/worker/flow.h) gives blocks of sequential
+ * instructions and the events between them, as libipt's pt_blk_next() and
+ * pt_blk_event() do: libipt's block decoder itself (--decoder=libipt), or
+ * the fast flow (--decoder=fast, client/decode/worker/fastblk.c), the same
+ * state machine over libipt's query decoder walking a per-worker cache of
+ * decoded runs of instructions. Everything below the flow is the same for
+ * both, so their output is the same byte for byte as long as their blocks
+ * and events are (tests/decode/test-decode-equal-paths.sh,
+ * tests/fuzz/fuzz-decode-paths.c). Where the fast flow gives up
+ * (DECODE_FLOW_FALLBACK: errors, which libipt reports and recovers from,
+ * and whatever it does not mirror), run() stops with -ECANCELED and
+ * decode_segment_decode() decodes the whole segment again with libipt,
+ * its records forgotten (the sink starts afresh).
+ *
+ * A branch taken
  * is the transition from one block's last instruction to the next block's
  * first (or to the IP an event names): the last instruction is classified
  * (client/decode/insn.c) and the transfer recorded when it is a branch and, for a
@@ -44,9 +57,7 @@ static int set_image(void *userdata, const DecodeView *v) {
         r = decode_image_cache_get(s->c->images, v, &img);
         if (r < 0)
                 return r;
-        if (pt_blk_set_image(s->dec, img) < 0)
-                return -EIO;
-        return 0;
+        return decode_flow_set_image(s->dec, img, v);
 }
 
 static int handle_block(SegState *s, const struct pt_block *b) {
@@ -86,7 +97,8 @@ static int handle_block(SegState *s, const struct pt_block *b) {
 
         s->has_last = true;
         s->last_ip = b->end_ip;
-        if (seg_classify(s, b, &info) < 0 || info.kind == DECODE_BRANCH_NONE)
+        if ((!decode_flow_block_class(s->dec, b, &info) && seg_classify(s, b, &info) < 0) ||
+            info.kind == DECODE_BRANCH_NONE)
                 return 0;
         s->pending = true;
         s->pending_ip = b->end_ip;
@@ -174,7 +186,7 @@ static int resolve_last(SegState *s) {
 
         if (!s->pending)
                 return 0;
-        (void) pt_blk_next(s->dec, &b, sizeof(b));
+        (void) decode_flow_next(s->dec, &b); /* sets b.ip first, whatever it says */
         if (b.ip == 0) {
                 s->pending = false;
                 return 0;
@@ -186,13 +198,17 @@ static int run(SegState *s) {
         struct pt_block block;
         int status, r;
 
-        status = pt_blk_sync_set(s->dec, s->seg->begin);
+        status = decode_flow_sync_set(s->dec, s->seg->begin);
+        if (status == DECODE_FLOW_FALLBACK)
+                return -ECANCELED;
         if (status == -pte_eos) {
                 /* A PSB+ with tracing off, and nothing after it. */
                 s->done = true;
                 status = 0;
         }
         if (status < 0) {
+                if (s->dec->kind == DECODE_FLOW_FAST)
+                        return -ECANCELED;
                 r = seg_report_error(s, status, 0);
                 if (r < 0)
                         return r;
@@ -205,7 +221,9 @@ static int run(SegState *s) {
                 while ((status & pts_event_pending) && !s->done) {
                         struct pt_event ev;
 
-                        status = pt_blk_event(s->dec, &ev, sizeof(ev));
+                        status = decode_flow_event(s->dec, &ev);
+                        if (status == DECODE_FLOW_FALLBACK)
+                                return -ECANCELED;
                         if (status < 0)
                                 break;
                         loop_reset(s);
@@ -243,7 +261,9 @@ static int run(SegState *s) {
                 }
 
                 if (status >= 0) {
-                        status = pt_blk_next(s->dec, &block, sizeof(block));
+                        status = decode_flow_next(s->dec, &block);
+                        if (status == DECODE_FLOW_FALLBACK)
+                                return -ECANCELED;
                         if (block.ninsn > 0) {
                                 r = handle_block(s, &block);
                                 if (r < 0)
@@ -263,6 +283,9 @@ static int run(SegState *s) {
 
                 if (status == -pte_eos)
                         break;
+                /* Errors are libipt's to report and recover from. */
+                if (s->dec->kind == DECODE_FLOW_FAST)
+                        return -ECANCELED;
                 r = seg_catch_up_psbs(s);
                 if (r < 0)
                         return r;
@@ -280,8 +303,10 @@ static int run(SegState *s) {
         return seg_catch_up_psbs(s);
 }
 
-int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWorkerEnv *env, size_t segment,
-                          const DecodeRecordSink *sink, DecodeSegmentResult *res, bool *ret_other_mode) {
+/* One attempt with one flow. -ECANCELED: the fast flow gave up. */
+static int decode_with(DecodeSegmentCache *c, bool cache_warm, const DecodeWorkerEnv *env, size_t segment,
+                       const DecodeRecordSink *sink, DecodeSegmentResult *res, DecodeFlowKind kind,
+                       bool *ret_other_mode) {
         const DecodeSegment *seg = &env->plan->segments[segment];
         const DecodeCpuIndex *ci = &env->index->cpus[seg->cpu_index];
         struct pt_config cfg = env->base_config;
@@ -320,9 +345,10 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
 
         cfg.begin = (uint8_t *) ci->data;
         cfg.end = (uint8_t *) ci->data + seg->limit;
-        s.dec = pt_blk_alloc_decoder(&cfg);
-        if (!s.dec)
-                return -ENOMEM;
+        r = decode_flow_new(kind, &cfg, c->fast, &s.flow);
+        if (r < 0)
+                return r == -EOPNOTSUPP ? -ECANCELED : r;
+        s.dec = &s.flow;
 
         /* With the kernel not traced, threads change at trace starts, by
          * the time bounds of this segment's starts. */
@@ -335,7 +361,7 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
                 scfg.end = (uint8_t *) ci->data + ci->size;
                 r = decode_starts_scan(&c->starts, &scfg, seg->begin, seg->next);
                 if (r < 0) {
-                        pt_blk_free_decoder(s.dec);
+                        decode_flow_free(&s.flow);
                         return r;
                 }
         }
@@ -351,9 +377,9 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
                 r = run(&s);
         }
         seg_recovery_done(&s);
-        pt_blk_free_decoder(s.dec);
+        decode_flow_free(&s.flow);
         *ret_other_mode = s.other_mode;
-        if (r == -EAGAIN)
+        if (r == -EAGAIN || r == -ECANCELED)
                 return r;
         if (r >= 0)
                 r = sink_records(&s, true);
@@ -361,4 +387,24 @@ int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWo
                 res->error = r;
         res->tail_ninsn = s.ninsn;
         return r == -ENOMEM ? r : 0;
+}
+
+int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWorkerEnv *env, size_t segment,
+                          const DecodeRecordSink *sink, DecodeSegmentResult *res, bool *ret_other_mode) {
+        int r;
+
+        /* Text pokes are read through libipt's callback: libipt's alone. */
+        if (env->flow == DECODE_FLOW_FAST && c->fast && !decode_images_have_pokes(env->images)) {
+                r = decode_with(c, cache_warm, env, segment, sink, res, DECODE_FLOW_FAST, ret_other_mode);
+                if (r != -ECANCELED) {
+                        res->stats.segments_fast++;
+                        return r;
+                }
+        }
+        /* The reference, and the fast flow's fallback: the whole segment
+         * again, from its start (res and the sink start afresh). */
+        r = decode_with(c, cache_warm, env, segment, sink, res, DECODE_FLOW_LIBIPT, ret_other_mode);
+        if (r != -EAGAIN)
+                res->stats.segments_libipt++;
+        return r;
 }

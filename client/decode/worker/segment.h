@@ -18,6 +18,7 @@
 #include "client/decode/insn.h"
 #include "client/decode/starts.h"
 #include "client/decode/symbols.h"
+#include "client/decode/worker/flow.h"
 #include "client/decode/worker/record.h"
 
 /* What every worker reads; set up before decoding, read-only while workers run. */
@@ -34,6 +35,7 @@ typedef struct DecodeWorkerEnv {
         uint64_t switch_slack_ns;     /* how far trace time may lag: one MTC period */
         bool want_records;            /* keep records (all formats but summary) */
         bool want_blocks;             /* also block records (--format=insn) */
+        DecodeFlowKind flow;          /* --decoder=: the fast flow (falls back to libipt) or libipt */
 } DecodeWorkerEnv;
 
 /* Where a worker hands records over while it decodes, rather than keeping
@@ -71,6 +73,7 @@ typedef struct DecodeSegmentCache {
         DecodeSymCache syms;
         DecodeClassifyEntry classify[DECODE_CLASSIFY_CACHE_SIZE];
         DecodeStarts starts; /* the current segment's trace starts, with the kernel not traced */
+        FastCache *fast;     /* the fast flow's decoded code (client/decode/worker/flow.h) */
 } DecodeSegmentCache;
 
 /* One attempt at a segment (an index into env->plan) into res, whose
@@ -83,6 +86,10 @@ typedef struct DecodeSegmentCache {
  * were warm (libipt's block cache keeps the mode a block was first decoded
  * in, and uses it the next time, whatever the trace says): decode again
  * with fresh caches. *ret_other_mode says whether the segment had such
- * blocks at all. */
+ * blocks at all.
+ *
+ * With env->flow DECODE_FLOW_FAST the fast flow decodes the segment; where
+ * it gives up, libipt decodes the whole segment again. res->stats counts
+ * the segment under the flow whose output it is. */
 int decode_segment_decode(DecodeSegmentCache *c, bool cache_warm, const DecodeWorkerEnv *env, size_t segment,
                           const DecodeRecordSink *sink, DecodeSegmentResult *res, bool *ret_other_mode);

@@ -13,6 +13,12 @@ int decode_worker_new(DecodeImages *images, DecodeWorker **ret) {
                 free(w);
                 return r;
         }
+        r = fast_cache_new(w->cache.images, &w->cache.fast);
+        if (r < 0) {
+                decode_image_cache_free(w->cache.images);
+                free(w);
+                return r;
+        }
         *ret = w;
         return 0;
 }
@@ -21,6 +27,7 @@ DecodeWorker *decode_worker_free(DecodeWorker *w) {
         if (!w)
                 return NULL;
         decode_starts_done(&w->cache.starts);
+        fast_cache_free(w->cache.fast);
         decode_image_cache_free(w->cache.images);
         return mfree(w);
 }
@@ -35,6 +42,7 @@ int decode_worker_run(DecodeWorker *w, const DecodeWorkerEnv *env, size_t segmen
                 r = decode_image_cache_reset(w->cache.images);
                 if (r < 0)
                         return r;
+                fast_cache_flush(w->cache.fast); /* keyed by the isids just forgotten */
                 w->cache_tainted = w->cache_warm = false;
         }
         r = decode_segment_decode(&w->cache, w->cache_warm, env, segment, sink, res, &other_mode);
@@ -42,6 +50,7 @@ int decode_worker_run(DecodeWorker *w, const DecodeWorkerEnv *env, size_t segmen
                 r = decode_image_cache_reset(w->cache.images);
                 if (r < 0)
                         return r;
+                fast_cache_flush(w->cache.fast); /* keyed by the isids just forgotten */
                 w->cache_warm = false;
                 r = decode_segment_decode(&w->cache, false, env, segment, sink, res, &other_mode);
         }

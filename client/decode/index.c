@@ -81,6 +81,18 @@ static void read_psb_header(struct pt_packet_decoder *dec, DecodePsb *p) {
         p->broken = true;
 }
 
+/* The scans below walk the whole trace, twice: what they are past goes
+ * back (decode_trace_release()) every RELEASE_BYTES, so that indexing
+ * holds about a MiB of the trace, not all of it. */
+#define RELEASE_BYTES (UINT64_C(1) << 20)
+
+static void release_before(const DecodeCpuIndex *ci, uint64_t *released, uint64_t offset) {
+        if (offset < *released + RELEASE_BYTES)
+                return;
+        decode_trace_release(ci->data, ci->reclaimable, *released, offset);
+        *released = offset;
+}
+
 /* Which timing packets the stream uses, from its first PSB period. */
 static void scan_timing(DecodeCpuIndex *ci, struct pt_packet_decoder *dec) {
         uint64_t start = ci->psbs[0].offset, off;
@@ -192,6 +204,7 @@ static void scan_tracing_state(DecodeCpuIndex *ci, struct pt_packet_decoder *dec
         TraceState state = TRACE_UNKNOWN;
         bool ovf_pending = false, off_fup = false;
         size_t next = 0, off_first = SIZE_MAX; /* PSBs since tracing went off */
+        uint64_t released = 0;
 
         if (pt_pkt_sync_set(dec, ci->psbs[0].offset) < 0)
                 return;
@@ -231,6 +244,7 @@ static void scan_tracing_state(DecodeCpuIndex *ci, struct pt_packet_decoder *dec
                                 break;
                         }
                         p = &ci->psbs[next++];
+                        release_before(ci, &released, off);
                         if (p->broken) {
                                 state = TRACE_UNKNOWN;
                                 break;
@@ -274,6 +288,7 @@ static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
         struct pt_packet_decoder *dec;
         struct pt_config cfg;
         size_t allocated = 0;
+        uint64_t released = 0;
         int r = 0;
 
         if (ci->size == 0)
@@ -292,6 +307,7 @@ static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
                         break;
                 if (pt_pkt_get_sync_offset(dec, &p.offset) < 0)
                         break;
+                release_before(ci, &released, p.offset);
                 p.end = p.offset;
                 read_psb_header(dec, &p);
                 if (p.has_tsc)
@@ -314,6 +330,7 @@ static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
                         scan_tracing_state(ci, dec);
         }
         pt_pkt_free_decoder(dec);
+        decode_trace_release(ci->data, ci->reclaimable, 0, ci->size);
         return r;
 }
 
@@ -335,7 +352,9 @@ int decode_index_new(const DecodeInput *in, const struct pt_config *base, const 
                 if (cpu_mask && (t->cpu >= n_mask || !cpu_mask[t->cpu]))
                         continue;
                 ci = &idx->cpus[idx->n_cpus++];
-                *ci = (DecodeCpuIndex){ .cpu = t->cpu, .trace = i, .data = t->data, .size = t->size };
+                *ci = (DecodeCpuIndex){
+                        .cpu = t->cpu, .trace = i, .data = t->data, .size = t->size, .reclaimable = t->reclaimable
+                };
                 r = index_cpu(ci, base);
                 if (r < 0)
                         return r;

@@ -52,6 +52,7 @@ typedef struct DecodeCpuIndex {
         size_t trace; /* index into DecodeInput.cpus */
         const uint8_t *data;
         size_t size;
+        bool reclaimable; /* DecodeCpuTrace.reclaimable: decode_trace_release() drops its pages */
         DecodePsb *psbs;
         size_t n_psbs;
         bool has_tsc, has_mtc, has_cyc; /* seen in the first PSB period */

@@ -168,6 +168,14 @@ static void *run_job(void *userdata, size_t worker, size_t job, int *ret_error) 
                 *ret_error = r;
                 return NULL;
         }
+        {
+                /* Its trace bytes are done with: a decode holds the pages of
+                 * the segments in flight, not the whole trace. */
+                const DecodeSegment *seg = &d->plan.segments[run->order[job]];
+                const DecodeCpuIndex *ci = &d->index->cpus[seg->cpu_index];
+
+                decode_trace_release(ci->data, ci->reclaimable, seg->begin, seg->limit);
+        }
         if (run->progress)
                 decode_progress_update(run->progress, res->stats.bytes);
         if (d->render_in_workers) {

@@ -191,6 +191,10 @@ int bundle_reader_read_member(BundleReader *r, const char *name, void **ret_data
 /* Same, into an unnamed memory file (memfd) positioned at 0: for images
  * handed to libelf/libdw, which want an fd. */
 int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, char **ret_error);
+/* The same into an unnamed temporary file in $TMPDIR or /var/tmp (a memory
+ * file only when neither takes one): for members too large to hold in
+ * memory, whose pages the page cache can drop and read back. */
+int bundle_reader_member_tmpfile(BundleReader *r, const char *name, int *ret_fd, char **ret_error);
 /* Stream one member through decompression and SHA-256 without keeping
  * it: 0 when it is intact, the errors of bundle_reader_read_member()
  * otherwise (-EBADMSG for a hash or size mismatch or corrupt compression). */

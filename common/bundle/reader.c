@@ -763,7 +763,7 @@ int bundle_reader_read_member(BundleReader *r, const char *name, void **ret_data
         return 0;
 }
 
-int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, char **ret_error) {
+static int member_to_fd(BundleReader *r, const char *name, bool tmpfile, int *ret_fd, char **ret_error) {
         const BundleMember *mb = NULL;
         _cleanup_close_ int fd = -EBADF;
         Sink sink = { .put = sink_fd };
@@ -772,9 +772,19 @@ int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, c
         k = lookup(r, name, &mb, ret_error);
         if (k < 0)
                 return k;
-        fd = memfd_create(name, MFD_CLOEXEC);
-        if (fd < 0)
-                return set_error_message(-errno, ret_error, "%s: memfd_create: %m", name);
+        if (tmpfile) {
+                /* Where stage_locked() puts a decompressed tar. */
+                _cleanup_close_ int dir_fd =
+                        open(secure_getenv("TMPDIR") ?: "/var/tmp", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+                fd = bundle_anon_tmpfile(dir_fd, name);
+                if (fd < 0)
+                        return set_error_message(fd, ret_error, "%s: cannot create a temporary: %s", name,
+                                                 strerror(-fd));
+        } else {
+                fd = memfd_create(name, MFD_CLOEXEC);
+                if (fd < 0)
+                        return set_error_message(-errno, ret_error, "%s: memfd_create: %m", name);
+        }
         sink.fd = fd;
         k = stream_member(r, mb, &sink, ret_error);
         if (k < 0)
@@ -783,6 +793,14 @@ int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, c
                 return -errno;
         *ret_fd = TAKE_FD(fd);
         return 0;
+}
+
+int bundle_reader_member_memfd(BundleReader *r, const char *name, int *ret_fd, char **ret_error) {
+        return member_to_fd(r, name, false, ret_fd, ret_error);
+}
+
+int bundle_reader_member_tmpfile(BundleReader *r, const char *name, int *ret_fd, char **ret_error) {
+        return member_to_fd(r, name, true, ret_fd, ret_error);
 }
 
 int bundle_reader_verify_member(BundleReader *r, const char *name, char **ret_error) {

@@ -250,6 +250,24 @@ def decode_section(d, notes, headlines):
         out += ['    ' + c for c in cmds]
         out.append('')
 
+    # Peak memory against the trace (issue 20): it must not grow with it.
+    mrows = []
+    for b in d['bundles']:
+        for f in b['figures']:
+            s = fig_stats(f) if f['group'] == 'memory' else None
+            if s is None:
+                continue
+            mrows.append(['`%s`' % b['name'], fmt_bytes(b['trace_bytes']), fmt_kb(s['rss_kb']),
+                          '%.2f' % (s['rss_kb'] * 1024 / b['trace_bytes']) if b['trace_bytes'] else ''])
+    if mrows:
+        out.append('Peak RSS decoding an N MiB bundle, `ptctl decode -q --jobs=2 --format=summary`: the trace '
+                   'is mapped from a file and its pages are given back as the index and the workers finish '
+                   'with them, so the peak is the segments in flight, the images and the caches, not the '
+                   'trace (issue 20: a 1 GiB bundle in < 1 GiB RSS).')
+        out.append('')
+        out.append(table(['bundle', 'trace', 'peak RSS', 'RSS / trace'], mrows))
+        out.append('')
+
     # Scaling over --jobs on every bundle that has more than one jobs value
     # for --format=branches.
     srows = []

@@ -108,9 +108,9 @@ static int put_time(const DecodeFormatEnv *env, CallsState *s, const DecodeRecor
 
 /* "time [cpu] comm/tid " and the indentation: written by hand, as this
  * is most of every line. */
-static int put_prefix(const DecodeFormatEnv *env, CallsState *s, const DecodeSegmentResult *seg,
-                      const DecodeRecord *r, int depth, Buffer *b) {
-        const char *comm = decode_format_comm(env, r) ?: "?";
+static int put_prefix(const DecodeFormatEnv *env, DecodeFormatCache *c, CallsState *s,
+                      const DecodeSegmentResult *seg, const DecodeRecord *r, int depth, Buffer *b) {
+        const char *comm = decode_format_comm_cached(env, c, r) ?: "?";
         size_t comm_len = strlen(comm);
         int indent = MIN(depth, MAX_INDENT);
 
@@ -137,14 +137,17 @@ static int put_prefix(const DecodeFormatEnv *env, CallsState *s, const DecodeSeg
         return 0;
 }
 
-/* "name" for a function entry, "name+0xoff" elsewhere. */
+/* "name" for a function entry, "name+0xoff" elsewhere; *ret_sym (if not
+ * NULL) is the symbol looked up, NULL for address 0. */
 static int put_func(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
-                    Buffer *b) {
+                    Buffer *b, const DecodeSymbol **ret_sym) {
         const DecodeSymbol *s;
 
         if (addr == 0)
                 return buf_putc(b, '?');
         s = decode_sym(env, c, v, addr);
+        if (ret_sym)
+                *ret_sym = s;
         if (!s || !s->name)
                 return buf_printf(b, "0x%" PRIx64, addr);
         if (buf_puts(b, s->name) < 0)
@@ -154,10 +157,10 @@ static int put_func(const DecodeFormatEnv *env, DecodeFormatCache *c, const Deco
         return buf_putc(b, '+') < 0 ? -ENOMEM : buf_hex(b, s->offset);
 }
 
+/* to: r->to's symbol, which the caller looked up already. */
 static int put_dso_change(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r,
-                          Buffer *b) {
+                          const DecodeSymbol *to, Buffer *b) {
         const DecodeSymbol *from = r->from ? decode_sym(env, c, r->view, r->from) : NULL;
-        const DecodeSymbol *to = decode_sym(env, c, r->view, r->to);
 
         if (to && to->dso && (!from || !from->dso || !streq(from->dso, to->dso)))
                 return buf_printf(b, " (%s)", to->dso);
@@ -179,37 +182,41 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                 DecodeBranchKind k = r->kind;
 
                 if (decode_branch_kind_is_call(k)) {
-                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "-> ") < 0 ||
-                            put_func(env, c, r->view, r->to, b) < 0)
+                        const DecodeSymbol *to = NULL;
+
+                        if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "-> ") < 0 ||
+                            put_func(env, c, r->view, r->to, b, &to) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
                             buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
                                 return -ENOMEM;
-                        if (put_dso_change(env, c, r, b) < 0)
+                        if (r->to == 0) /* put_func() printed "?" without a lookup */
+                                to = decode_sym(env, c, r->view, 0);
+                        if (put_dso_change(env, c, r, to, b) < 0)
                                 return -ENOMEM;
                         if (decode_call_stack_push(&t->stack, r->from) < 0)
                                 return -ENOMEM;
                 } else if (decode_branch_kind_is_return(k)) {
                         decode_call_stack_pop(&t->stack, decode_call_stack_match(&t->stack, r->to));
-                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "<- ") < 0 ||
-                            put_func(env, c, r->view, r->from, b) < 0)
+                        if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "<- ") < 0 ||
+                            put_func(env, c, r->view, r->from, b, NULL) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_START) {
-                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 ||
-                            buf_puts(b, "[trace start] ") < 0 || put_func(env, c, r->view, r->to, b) < 0)
+                        if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 ||
+                            buf_puts(b, "[trace start] ") < 0 || put_func(env, c, r->view, r->to, b, NULL) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_END) {
-                        if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 ||
-                            buf_puts(b, "[trace stop] ") < 0 || put_func(env, c, r->view, r->from, b) < 0)
+                        if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 ||
+                            buf_puts(b, "[trace stop] ") < 0 || put_func(env, c, r->view, r->from, b, NULL) < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_OVF) {
                         /* Calls and returns were lost: depth is unknown now. */
                         t->stack.n = 0;
-                        if (put_prefix(env, s, seg, r, 0, b) < 0 ||
+                        if (put_prefix(env, c, s, seg, r, 0, b) < 0 ||
                             buf_puts(b, "[overflow: trace lost] resume ") < 0 ||
-                            put_func(env, c, r->view, r->to, b) < 0)
+                            put_func(env, c, r->view, r->to, b, NULL) < 0)
                                 return -ENOMEM;
                 } else
                         return 0; /* jumps are not calls */
@@ -218,14 +225,14 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
         case DECODE_RECORD_EVENT:
                 if (r->kind == DECODE_EVENT_PSB)
                         return 0; /* packet-level detail; see --format=branches --events */
-                if (put_prefix(env, s, seg, r, (int) t->stack.n, b) < 0 ||
+                if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 ||
                     buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
                     decode_put_event_payload(r, b) < 0)
                         return -ENOMEM;
                 return buf_puts(b, "]\n");
         case DECODE_RECORD_ERROR:
                 t->stack.n = 0;
-                if (put_prefix(env, s, seg, r, 0, b) < 0)
+                if (put_prefix(env, c, s, seg, r, 0, b) < 0)
                         return -ENOMEM;
                 return buf_printf(b, "[error at offset 0x%" PRIx64 ": %s]\n", r->payload,
                                   strna(decode_record_string(seg, r)));

@@ -47,6 +47,7 @@ DecodeFormatCache *decode_format_cache_free(DecodeFormatCache *c) {
         if (!c)
                 return NULL;
         decode_line_cache_free(c->lines);
+        decode_sym_pair_cache_free(c->sym_pairs);
         return mfree(c);
 }
 
@@ -115,6 +116,40 @@ int decode_put_time(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer *b
         if (buf_u64(b, t / NSEC_PER_SEC) < 0 || buf_putc(b, '.') < 0)
                 return -ENOMEM;
         return buf_printf(b, "%09" PRIu64, t % NSEC_PER_SEC);
+}
+
+int decode_put_time_cached(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r, Buffer *b) {
+        uint8_t flags = r->flags & DECODE_RECORD_HAS_TIME;
+        size_t start = b->size, n;
+
+        if (c->has_time && c->time_flags == flags && (!flags || c->time_tsc == r->tsc))
+                return buffer_append(b, c->time_text, c->time_len);
+        if (decode_put_time(env, r, b) < 0)
+                return -ENOMEM;
+        n = b->size - start;
+        c->has_time = n <= sizeof(c->time_text);
+        if (c->has_time) {
+                memcpy(c->time_text, b->data + start, n);
+                c->time_len = (uint8_t) n;
+                c->time_flags = flags;
+                c->time_tsc = r->tsc;
+        }
+        return 0;
+}
+
+const char *decode_format_comm_cached(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r) {
+        /* decode_format_comm() depends on the thread and, through the
+         * time, on the TSC. */
+        uint8_t flags = r->flags & DECODE_RECORD_HAS_TIME;
+
+        if (c->has_comm && c->comm_tid == r->tid && c->comm_flags == flags && (!flags || c->comm_tsc == r->tsc))
+                return c->comm;
+        c->comm = decode_format_comm(env, r);
+        c->has_comm = true;
+        c->comm_tid = r->tid;
+        c->comm_flags = flags;
+        c->comm_tsc = r->tsc;
+        return c->comm;
 }
 
 int decode_put_reltime(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer *b) {

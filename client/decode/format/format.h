@@ -58,10 +58,29 @@ static inline const char *decode_format_comm(const DecodeFormatEnv *env, const D
 /* What one thread rendering records owns: a cache in front of the shared
  * symbolizer and the lines --format=branches rendered lately. */
 typedef struct DecodeLineCache DecodeLineCache;
+typedef struct DecodeSymPairCache DecodeSymPairCache;
 typedef struct DecodeFormatCache {
         DecodeSymCache syms;
         DecodeLineCache *lines;
+        DecodeSymPairCache *sym_pairs; /* --format=branches' sym field (text.c) */
+        /* The last time decode_put_time_cached() wrote, and the last
+         * thread name decode_format_comm_cached() found: consecutive
+         * records mostly share both. */
+        bool has_time;
+        uint8_t time_flags;
+        uint8_t time_len;
+        uint64_t time_tsc;
+        char time_text[48];
+        bool has_comm;
+        uint8_t comm_flags;
+        int32_t comm_tid;
+        uint64_t comm_tsc;
+        const char *comm;
 } DecodeFormatCache;
+
+/* decode_put_time() and decode_format_comm() through c. */
+int decode_put_time_cached(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r, Buffer *b);
+const char *decode_format_comm_cached(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r);
 
 int decode_format_cache_new(DecodeFormatCache **ret);
 DecodeFormatCache *decode_format_cache_free(DecodeFormatCache *c);
@@ -131,3 +150,4 @@ double decode_record_time_us(const DecodeFormatEnv *env, const DecodeRecord *r);
 
 /* For client/decode/format/text.c's line cache (DecodeFormatCache.lines). */
 DecodeLineCache *decode_line_cache_free(DecodeLineCache *c);
+DecodeSymPairCache *decode_sym_pair_cache_free(DecodeSymPairCache *c);

@@ -21,11 +21,11 @@ static const DecodeField *fields_of(const DecodeFormatEnv *env, size_t *ret_n) {
         return default_branch_fields;
 }
 
-static int put_context_field(const DecodeFormatEnv *env, DecodeField f, const DecodeSegmentResult *seg,
-                             const DecodeRecord *r, Buffer *b) {
+static int put_context_field(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeField f,
+                             const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         switch (f) {
         case DECODE_FIELD_TIME:
-                return decode_put_time(env, r, b);
+                return decode_put_time_cached(env, c, r, b);
         case DECODE_FIELD_CPU:
                 return buf_u64(b, seg->cpu);
         case DECODE_FIELD_PID:
@@ -33,7 +33,7 @@ static int put_context_field(const DecodeFormatEnv *env, DecodeField f, const De
         case DECODE_FIELD_TID:
                 return buf_i64(b, r->tid);
         case DECODE_FIELD_COMM:
-                return buf_puts(b, decode_format_comm(env, r) ?: "-");
+                return buf_puts(b, decode_format_comm_cached(env, c, r) ?: "-");
         default:
                 return 0;
         }
@@ -67,6 +67,54 @@ static int put_srcline(const DecodeFormatEnv *env, DecodeFormatCache *c, const D
                 return -ENOMEM;
         if (s->inlined && env->opts->inlines)
                 return buf_printf(b, "[inlined:%s]", s->inlined);
+        return 0;
+}
+
+/* "FROM_SYM+0xoff => TO_SYM+0xoff", from a direct-mapped table of the
+ * pairs rendered lately (per worker): a loop's branches come again and
+ * again, and two symbol lookups and their formatting cost more than a
+ * copy. Longer texts are not kept. */
+#define SYM_PAIR_CACHE_SIZE 4096U
+#define SYM_PAIR_MAX 120U
+
+typedef struct SymPairEntry {
+        const DecodeView *view;
+        uint64_t from, to;
+        uint8_t len; /* 0: empty */
+        char text[SYM_PAIR_MAX];
+} SymPairEntry;
+
+struct DecodeSymPairCache {
+        SymPairEntry e[SYM_PAIR_CACHE_SIZE];
+};
+
+DecodeSymPairCache *decode_sym_pair_cache_free(DecodeSymPairCache *c) {
+        return mfree(c);
+}
+
+static int put_sym_pair(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r, Buffer *b) {
+        SymPairEntry *e = NULL;
+        size_t start = b->size, n;
+
+        if (!c->sym_pairs)
+                c->sym_pairs = calloc(1, sizeof(DecodeSymPairCache)); /* none: render without */
+        if (c->sym_pairs) {
+                e = &c->sym_pairs->e[hash_u64(r->from ^ (r->to << 1) ^ (uint64_t) (uintptr_t) r->view) &
+                                     (SYM_PAIR_CACHE_SIZE - 1)];
+                if (e->len > 0 && e->from == r->from && e->to == r->to && e->view == r->view)
+                        return buffer_append(b, e->text, e->len);
+        }
+        if (decode_put_sym(env, c, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0 ||
+            decode_put_sym(env, c, r->view, r->to, b) < 0)
+                return -ENOMEM;
+        n = b->size - start;
+        if (e && n > 0 && n <= SYM_PAIR_MAX) {
+                e->view = r->view;
+                e->from = r->from;
+                e->to = r->to;
+                e->len = (uint8_t) n;
+                memcpy(e->text, b->data + start, n);
+        }
         return 0;
 }
 
@@ -298,9 +346,7 @@ static int render_branches(const DecodeFormatEnv *env, DecodeFormatCache *c, Dec
                         k = buf_puts(b, decode_branch_kind_to_string(r->kind));
                         break;
                 case DECODE_FIELD_SYM:
-                        if (decode_put_sym(env, c, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
-                                return -ENOMEM;
-                        k = decode_put_sym(env, c, r->view, r->to, b);
+                        k = put_sym_pair(env, c, r, b);
                         break;
                 case DECODE_FIELD_DSO:
                         if (put_dso(env, c, r->view, r->from, b) < 0 || buf_puts(b, " => ") < 0)
@@ -316,7 +362,7 @@ static int render_branches(const DecodeFormatEnv *env, DecodeFormatCache *c, Dec
                         k = decode_put_ipc(env, rs, r, b);
                         break;
                 default:
-                        k = put_context_field(env, f, seg, r, b);
+                        k = put_context_field(env, c, f, seg, r, b);
                 }
                 if (k < 0)
                         return k;

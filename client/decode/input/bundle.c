@@ -2,10 +2,12 @@
 
 /*
  * A DecodeInput from a bundle (ptraced-bundle(5)), through the one bundle
- * reader in common/. Trace and side-band members are read into memory;
- * images (and the kernel image) go into memory files whose
- * /proc/self/fd/N path libipt and libdw open like any file, so nothing
- * from the bundle ever touches the file system.
+ * reader in common/. Trace members go into unnamed temporary files
+ * ($TMPDIR or /var/tmp, O_TMPFILE: never a name), mapped, so that their
+ * pages are the page cache's and not the heap's; side-band members are
+ * read into memory; images (and the kernel image) go into memory files
+ * whose /proc/self/fd/N path libipt and libdw open like any file. Nothing
+ * from the bundle ever gets a name in the file system.
  */
 
 #include <inttypes.h>
@@ -131,8 +133,7 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
         for (size_t i = 0; i < m->n_cpus; i++) {
                 const BundleCpu *c = &m->cpus[i];
                 _cleanup_free_ char *error = NULL;
-                void *data = NULL;
-                size_t size = 0;
+                _cleanup_close_ int fd = -EBADF;
 
                 if (c->error)
                         (void) decode_input_add_note(in, "cpu %" PRIu32 ": %s", c->cpu, c->error);
@@ -149,7 +150,11 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                                                      c->cpu);
                 if (!c->member)
                         continue;
-                r = bundle_reader_read_member(br, c->member, &data, &size, &error);
+                /* Into a temporary file, mapped: the decode then holds the
+                 * pages it works on, not the whole trace (issue 20; see
+                 * decode_trace_release()). Checked (SHA-256) as it is
+                 * written, before anything reads it. */
+                r = bundle_reader_member_tmpfile(br, c->member, &fd, &error);
                 if (r == -ENOMEM)
                         return r;
                 if (r < 0) {
@@ -159,12 +164,12 @@ int decode_input_from_bundle(const char *path, DecodeInput **ret, char **ret_err
                                 return r;
                         continue;
                 }
-                r = decode_input_add_cpu_data(in, c->cpu, c->member, data, size, true);
+                r = decode_input_add_cpu_fd(in, c->cpu, c->member, fd, &error);
                 if (r < 0) {
-                        free(data);
                         if (r == -ENOMEM)
                                 return r;
-                        (void) decode_input_add_note(in, "cpu %" PRIu32 ": trace ignored: %s", c->cpu, strerror(-r));
+                        (void) decode_input_add_note(in, "cpu %" PRIu32 ": trace ignored: %s", c->cpu,
+                                                     error ?: strerror(-r));
                 }
         }
 

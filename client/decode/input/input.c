@@ -100,11 +100,27 @@ DecodeInput *decode_input_free(DecodeInput *in) {
         return mfree(in);
 }
 
+/* Map size bytes of fd read-only; an empty file gives a NULL map of size 0. */
+static int map_fd(int fd, off_t size, void **ret_map, size_t *ret_size) {
+        void *p;
+
+        if (size == 0) {
+                *ret_map = NULL;
+                *ret_size = 0;
+                return 0;
+        }
+        p = mmap(NULL, (size_t) size, PROT_READ, MAP_PRIVATE, fd, 0);
+        if (p == MAP_FAILED)
+                return negative_errno();
+        *ret_map = p;
+        *ret_size = (size_t) size;
+        return 0;
+}
+
 /* Map a whole file read-only; an empty file gives a NULL map of size 0. */
 static int map_file(const char *path, uint64_t max, void **ret_map, size_t *ret_size, char **ret_error) {
         _cleanup_close_ int fd = -EBADF;
         struct stat st;
-        void *p;
 
         fd = open(path, O_RDONLY | O_CLOEXEC);
         if (fd < 0) {
@@ -126,17 +142,7 @@ static int map_file(const char *path, uint64_t max, void **ret_map, size_t *ret_
                         *ret_error = NULL;
                 return -EFBIG;
         }
-        if (st.st_size == 0) {
-                *ret_map = NULL;
-                *ret_size = 0;
-                return 0;
-        }
-        p = mmap(NULL, (size_t) st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
-        if (p == MAP_FAILED)
-                return negative_errno();
-        *ret_map = p;
-        *ret_size = (size_t) st.st_size;
-        return 0;
+        return map_fd(fd, st.st_size, ret_map, ret_size);
 }
 
 static int cpu_cmp(const void *a, const void *b) {
@@ -177,16 +183,12 @@ static void sort_cpus(DecodeInput *in) {
         qsort(in->cpus, in->n_cpus, sizeof(*in->cpus), cpu_cmp);
 }
 
-int decode_input_add_cpu_file(DecodeInput *in, uint32_t cpu, const char *path, char **ret_error) {
+static int add_cpu_map(DecodeInput *in, uint32_t cpu, const char *name, void *map, size_t size,
+                       char **ret_error) {
         DecodeCpuTrace *c;
-        void *map = NULL;
-        size_t size = 0;
         int r;
 
-        r = map_file(path, DECODE_MAX_TRACE_SIZE, &map, &size, ret_error);
-        if (r < 0)
-                return r;
-        c = add_cpu_slot(in, cpu, path, &r);
+        c = add_cpu_slot(in, cpu, name, &r);
         if (!c) {
                 if (map)
                         (void) munmap(map, size);
@@ -198,8 +200,50 @@ int decode_input_add_cpu_file(DecodeInput *in, uint32_t cpu, const char *path, c
         c->size = size;
         c->map = map;
         c->map_size = size;
+        c->reclaimable = true;
         sort_cpus(in);
         return 0;
+}
+
+int decode_input_add_cpu_file(DecodeInput *in, uint32_t cpu, const char *path, char **ret_error) {
+        void *map = NULL;
+        size_t size = 0;
+        int r;
+
+        r = map_file(path, DECODE_MAX_TRACE_SIZE, &map, &size, ret_error);
+        if (r < 0)
+                return r;
+        return add_cpu_map(in, cpu, path, map, size, ret_error);
+}
+
+int decode_input_add_cpu_fd(DecodeInput *in, uint32_t cpu, const char *name, int fd, char **ret_error) {
+        void *map = NULL;
+        size_t size = 0;
+        struct stat st;
+        int r;
+
+        if (fstat(fd, &st) < 0)
+                return negative_errno();
+        if ((uint64_t) st.st_size > DECODE_MAX_TRACE_SIZE)
+                return -EFBIG;
+        r = map_fd(fd, st.st_size, &map, &size);
+        if (r < 0)
+                return r;
+        return add_cpu_map(in, cpu, name, map, size, ret_error);
+}
+
+void decode_trace_release(const uint8_t *data, bool reclaimable, uint64_t begin, uint64_t end) {
+        uintptr_t page = (uintptr_t) sysconf(_SC_PAGESIZE), from, to;
+
+        if (!reclaimable || !data || end <= begin)
+                return;
+        /* The pages at the ends too, else they would pile up segment
+         * after segment: a neighbouring segment still reading one faults
+         * it back in, nothing more. The mapping ends on a page bound. */
+        from = ((uintptr_t) data + begin) & ~(page - 1);
+        to = ((uintptr_t) data + end + page - 1) & ~(page - 1);
+        if (from < to)
+                (void) madvise((void *) from, to - from, MADV_DONTNEED);
 }
 
 int decode_input_add_cpu_data(DecodeInput *in, uint32_t cpu, const char *name, void *data, size_t size,

@@ -38,6 +38,7 @@ typedef struct DecodeCpuTrace {
         void *map;         /* munmap() on free, or NULL */
         size_t map_size;
         void *heap;        /* free() on free, or NULL */
+        bool reclaimable;  /* mapped from a file: decode_trace_release() may drop its pages */
 } DecodeCpuTrace;
 
 typedef struct DecodeSideband {
@@ -199,6 +200,15 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeInput *, decode_input_free);
 int decode_input_add_cpu_file(DecodeInput *in, uint32_t cpu, const char *path, char **ret_error);
 int decode_input_add_cpu_data(DecodeInput *in, uint32_t cpu, const char *name, void *data, size_t size,
                               bool heap);
+/* Maps fd (the caller keeps it) read-only, like _file. */
+int decode_input_add_cpu_fd(DecodeInput *in, uint32_t cpu, const char *name, int fd, char **ret_error);
+
+/* Trace bytes [begin, end) that decoding is through with for now: their
+ * pages leave this process when the trace is reclaimable (a file mapping:
+ * MADV_DONTNEED loses nothing there, a later read faults the bytes back
+ * in from the page cache or the file). So a decode holds the pages it
+ * works on, not the whole trace (issue 20). A no-op otherwise. */
+void decode_trace_release(const uint8_t *data, bool reclaimable, uint64_t begin, uint64_t end);
 
 int decode_input_add_sideband_file(DecodeInput *in, const char *path, uint64_t sample_type, bool sample_id_all,
                                    char **ret_error);

@@ -59,12 +59,12 @@ static bool overlapped(const DecodeView *v, const DecodeSection *sec) {
         return false;
 }
 
-static int section_at(FastCache *c, FastSection *at, const DecodeView *v, uint64_t ip) {
+static int section_find(FastCache *c, FastSection *at, const DecodeView *v, uint64_t ip) {
         const DecodeSection *sec;
         unsigned k;
         int isid;
 
-        for (k = 0; k < FAST_SECTIONS; k++) {
+        for (k = 1; k < FAST_SECTIONS; k++) {
                 unsigned j = (at->cur + k) % FAST_SECTIONS;
                 if (at->e[j].view == v && at->e[j].sec && ip - at->e[j].sec->vaddr < at->e[j].sec->size) {
                         at->cur = j;
@@ -85,6 +85,16 @@ static int section_at(FastCache *c, FastSection *at, const DecodeView *v, uint64
         at->e[k].isid = isid;
         at->cur = k;
         return 0;
+}
+
+/* The section at ip into at->cur. Most lookups stay in the section of
+ * the last one: that is checked here, in line, the rest in section_find(). */
+static inline int section_at(FastCache *c, FastSection *at, const DecodeView *v, uint64_t ip) {
+        const DecodeSection *sec = at->e[at->cur].sec;
+
+        if (_likely_(at->e[at->cur].view == v && sec && ip - sec->vaddr < sec->size))
+                return 0;
+        return section_find(c, at, v, ip);
 }
 
 static int decode_in(const DecodeSection *sec, uint64_t ip, DecodePtInsn *ret, DecodeInsnInfo *ret_info) {

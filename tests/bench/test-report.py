@@ -59,7 +59,16 @@ def main():
         '11.90 s | 1.4 MB/s | 8.3 M/s | 50 MiB | 7¹ |  |',
         # The plain loop is faster here: 0.5× (ptctl slower), goal not met.
         '| Decode: `ptctl decode --format=branches --jobs 2` vs the plain libipt loop, kernel-16M-s3 | 0.50× | '
-        '≥ 3× (issue 7, 2 cores) | **not met** |',
+        '≥ 3× (issue 20, 2 cores) | **not met** |',
+        # --jobs 1: 1.25 s against 4 s, 0.31×, under issue 20's 1.5×.
+        '| Decode: `ptctl decode --format=branches --jobs 1` vs the plain libipt loop, kernel-16M-s3 | 0.31× | '
+        '≥ 1.5× (issue 20) | **not met** |',
+        # calls 6 s against branches 3 s: 2×, over issue 20's 1.5×.
+        '| Decode: `--format=calls` / `--format=branches` wall time, `--jobs 2`, kerneluser-16M-s1 | 2.00× | '
+        '≤ 1.5× (issue 20) | **not met** |',
+        # perf 12 s against 3 s: 4×, under issue 20's 50×.
+        '| Decode: `ptctl decode --format=branches` vs `perf script --itrace=b`, kerneluser-16M-s1 | 4.00× faster '
+        '| ≥ 50× (issue 20) | **not met** |',
         # Scaling: --jobs 1 4 s, --jobs 2 2.5 s: speedup 1.6, efficiency 0.80.
         '| `kernel-16M-s3` | 2 | 2.50 s [2.40 s–2.60 s] | 4.90 s | 1.60× | 0.80 |',
         # Snapshot: medians over the runs' p50s (100, 110, 120, 130, 140 µs).

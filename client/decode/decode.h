@@ -18,7 +18,7 @@
  *                   plan), starts.h (trace starts and their time bounds),
  *                   addr-filters.h (the IP filter ranges for libipt)
  *   3  code         image/ (images, sections, address-space views, text
- *                   pokes, per-worker libipt images), symbols.h, plt.h
+ *                   pokes, per-worker libipt images), symbols.h, symtab.h, plt.h
  *   4  workers      worker/: one block decoder per segment (segment.c)
  *                   behind flow.h: the fast flow (fastblk.c, fastcode.c)
  *                   or libipt's pt_blk, thread attribution

@@ -9,6 +9,7 @@
 
 #include "client/decode/plt.h"
 #include "client/decode/symbols.h"
+#include "client/decode/symtab.h"
 #include "common/perf/record.h"
 
 /* kallsyms gives no sizes: a symbol is taken to reach to the next one, but
@@ -21,26 +22,12 @@ typedef struct KSym {
         const char *module; /* NULL for the kernel proper */
 } KSym;
 
-/* What dwfl_module_addrinfo() answers for the addresses strictly between
- * two neighbouring bounds (see image_bounds()). */
-typedef struct RangeSym {
-        bool known;
-        const char *name; /* NULL: no symbol */
-        uint64_t value;   /* the symbol's address: offset = addr - value */
-} RangeSym;
-
 typedef struct ImageSyms {
         Dwfl *dwfl;
         Dwfl_Module *mod;
         bool tried;
         U64Map cache; /* link vaddr -> DecodeSymbol* */
-        /* Every symbol start and end and section bound, sorted: between
-         * two of them, the answer is the same. */
-        uint64_t *bounds;
-        size_t n_bounds;
-        uint64_t *exact; /* sorted starts of symbols without size */
-        size_t n_exact;
-        RangeSym *ranges; /* n_bounds + 1: ranges[i] lies above bounds[i - 1] */
+        DecodeSymtab *symtab; /* NULL: ask dwfl_module_addrinfo() */
         DecodePltEntry *plt; /* the PLT stubs, which no symbol table names */
         size_t n_plt;
 } ImageSyms;
@@ -107,9 +94,7 @@ DecodeSymbolizer *decode_symbolizer_free(DecodeSymbolizer *s) {
                 if (s->images[i].dwfl)
                         dwfl_end(s->images[i].dwfl);
                 u64map_done(&s->images[i].cache);
-                free(s->images[i].bounds);
-                free(s->images[i].exact);
-                free(s->images[i].ranges);
+                decode_symtab_free(s->images[i].symtab);
                 free(s->images[i].plt);
         }
         free(s->images);
@@ -321,150 +306,19 @@ static const char *intern(DecodeSymbolizer *s, const char *str) {
         return str ? strpool_intern(&s->strings, str, strlen(str)) : NULL;
 }
 
-static int u64_cmp(const void *a, const void *b) {
-        uint64_t x = *(const uint64_t *) a, y = *(const uint64_t *) b;
-
-        return x < y ? -1 : x > y;
-}
-
-static int bounds_add(uint64_t **l, size_t *n, size_t *allocated, uint64_t v) {
-        if (*n == *allocated) {
-                size_t na = *allocated ? *allocated * 2 : 1024;
-                uint64_t *p = reallocarray(*l, na, sizeof(uint64_t));
-                if (!p)
-                        return -ENOMEM;
-                *l = p;
-                *allocated = na;
-        }
-        (*l)[(*n)++] = v;
-        return 0;
-}
-
-/* dwfl_module_addrinfo() scans the whole symbol table on every call (and
- * the section headers for symbols without size): with one call per new
- * address, symbolizing a trace cost more than decoding it. What it weighs
- * for an address only changes where a symbol starts or ends (which
- * symbols lie below the address and which contain it) or a section does
- * (symbols without size count in the address's section only); the rest
- * are exact matches on the start of a symbol without size. So from one
- * bound to the next the answer is one symbol at one start (but on such a
- * start), and one call per range suffices. Over-collecting bounds is harmless: it only
- * makes ranges smaller. Symbols from a file whose sections we do not see
- * (an embedded .gnu_debugdata) turn the ranges off. */
-static size_t sort_unique(uint64_t *l, size_t n) {
-        size_t u = 1;
-
-        if (n == 0)
-                return 0;
-        qsort(l, n, sizeof(uint64_t), u64_cmp);
-        for (size_t i = 1; i < n; i++)
-                if (l[i] != l[u - 1])
-                        l[u++] = l[i];
-        return u;
-}
-
-static int image_bounds(ImageSyms *is) {
-        _cleanup_free_ uint64_t *l = NULL, *x = NULL;
-        size_t n = 0, allocated = 0, n_x = 0, allocated_x = 0;
-        int nsyms = dwfl_module_getsymtab(is->mod);
-        GElf_Addr bias = 0, dbias = 0;
-        Dwarf *dw = dwfl_module_getdwarf(is->mod, &dbias);
-        Elf *elf = dwfl_module_getelf(is->mod, &bias), *delf = dw ? dwarf_getelf(dw) : NULL;
-
-        for (int i = 0; i < nsyms; i++) {
-                GElf_Sym sym;
-                GElf_Addr value = 0, sbias = 0;
-                GElf_Word shndx;
-                Elf *selem = NULL;
-
-                if (!dwfl_module_getsym_info(is->mod, i, &sym, &value, &shndx, &selem, &sbias))
-                        continue;
-                if (selem != elf && selem != delf)
-                        return 0;
-                uint64_t starts[] = { value, sym.st_value, sym.st_value + sbias };
-                for (size_t k = 0; k < ELEMENTSOF(starts); k++)
-                        if (bounds_add(&l, &n, &allocated, starts[k]) < 0 ||
-                            bounds_add(&l, &n, &allocated, starts[k] + sym.st_size) < 0 ||
-                            (sym.st_size == 0 && bounds_add(&x, &n_x, &allocated_x, starts[k]) < 0))
-                                return -ENOMEM;
-        }
-        /* Section bounds, of the main file and of separate debug info. */
-        for (int pass = 0; pass < 2; pass++) {
-                Elf *e = pass == 0 ? elf : delf;
-                GElf_Addr b = pass == 0 ? bias : dbias;
-                Elf_Scn *scn = NULL;
-
-                while (e && (scn = elf_nextscn(e, scn))) {
-                        GElf_Shdr shdr_mem, *shdr = gelf_getshdr(scn, &shdr_mem);
-                        if (!shdr)
-                                continue;
-                        uint64_t v[] = { shdr->sh_addr, shdr->sh_addr + shdr->sh_size, shdr->sh_addr + b,
-                                         shdr->sh_addr + shdr->sh_size + b };
-                        for (size_t k = 0; k < ELEMENTSOF(v); k++)
-                                if (bounds_add(&l, &n, &allocated, v[k]) < 0)
-                                        return -ENOMEM;
-                }
-        }
-        n = sort_unique(l, n);
-        is->n_exact = sort_unique(x, n_x);
-        is->exact = TAKE_PTR(x);
-        is->ranges = calloc(n + 1, sizeof(RangeSym));
-        if (!is->ranges)
-                return -ENOMEM;
-        is->bounds = TAKE_PTR(l);
-        is->n_bounds = n;
-        return 0;
-}
-
-/* The function containing link, as dwfl_module_addrinfo() names it. */
-static bool bsearch_u64(const uint64_t *l, size_t n, uint64_t v) {
-        size_t lo = 0, hi = n;
-
-        while (lo < hi) {
-                size_t mid = (lo + hi) / 2;
-                if (l[mid] == v)
-                        return true;
-                if (l[mid] < v)
-                        lo = mid + 1;
-                else
-                        hi = mid;
-        }
-        return false;
-}
-
+/* The function containing link, as dwfl_module_addrinfo() names it
+ * (through the module's sorted table where it can mirror libdw). */
 static const char *image_addr_name(DecodeSymbolizer *s, ImageSyms *is, uint64_t link, uint64_t *ret_offset) {
-        size_t lo = 0, hi = is->n_bounds;
-        RangeSym *range = NULL;
-        const char *name;
+        const char *name = NULL;
         GElf_Off off = 0;
         GElf_Sym sym;
+        int r = is->symtab ? decode_symtab_lookup(is->symtab, link, &name, ret_offset) : -EOPNOTSUPP;
 
-        if (is->ranges) {
-                /* lo: how many bounds are <= link. */
-                while (lo < hi) {
-                        size_t mid = (lo + hi) / 2;
-                        if (is->bounds[mid] <= link)
-                                lo = mid + 1;
-                        else
-                                hi = mid;
-                }
-                /* On the start of a symbol without size the answer may
-                 * be an exact match. */
-                if (lo == 0 || is->bounds[lo - 1] != link || !bsearch_u64(is->exact, is->n_exact, link))
-                        range = &is->ranges[lo];
-        }
-        if (range && range->known) {
-                *ret_offset = range->name ? link - range->value : 0;
-                return range->name;
-        }
-
+        if (r >= 0)
+                return name ? intern(s, name) : NULL;
         name = dwfl_module_addrinfo(is->mod, link, &off, &sym, NULL, NULL, NULL);
-        if (name)
-                name = intern(s, name);
-        if (range)
-                *range = (RangeSym){ .known = true, .name = name, .value = link - off };
         *ret_offset = off;
-        return name;
+        return name ? intern(s, name) : NULL;
 }
 
 static ImageSyms *image_syms(DecodeSymbolizer *s, const DecodeLoadedImage *li) {
@@ -498,7 +352,9 @@ static ImageSyms *image_syms(DecodeSymbolizer *s, const DecodeLoadedImage *li) {
                                         GElf_Addr bias;
                                         Elf *elf = dwfl_module_getelf(is->mod, &bias);
 
-                                        (void) image_bounds(is); /* without, every address asks dwfl */
+                                        /* Without, every new address asks dwfl. */
+                                        if (decode_symtab_new(is->mod, &is->symtab) < 0)
+                                                is->symtab = NULL;
                                         /* Base 0: the stubs' link-time addresses are what we look up. */
                                         if (elf && bias == 0)
                                                 (void) decode_plt_read(elf, &is->plt, &is->n_plt);

@@ -137,6 +137,14 @@ static int put_prefix(const DecodeFormatEnv *env, DecodeFormatCache *c, CallsSta
         return 0;
 }
 
+/* open, s and close: what buf_printf(b, "<open>%s<close>", s) writes,
+ * without printf's cost on most lines. */
+static int put_wrapped(Buffer *b, const char *open, const char *str, char close) {
+        if (buf_puts(b, open) < 0 || buf_puts(b, str ?: "(null)") < 0) /* as glibc's %s */
+                return -ENOMEM;
+        return close ? buf_putc(b, close) : 0;
+}
+
 /* "name" for a function entry, "name+0xoff" elsewhere; *ret_sym (if not
  * NULL) is the symbol looked up, NULL for address 0. */
 static int put_func(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v, uint64_t addr,
@@ -149,7 +157,7 @@ static int put_func(const DecodeFormatEnv *env, DecodeFormatCache *c, const Deco
         if (ret_sym)
                 *ret_sym = s;
         if (!s || !s->name)
-                return buf_printf(b, "0x%" PRIx64, addr);
+                return buf_hex(b, addr); /* "0x%" PRIx64 */
         if (buf_puts(b, s->name) < 0)
                 return -ENOMEM;
         if (s->offset == 0)
@@ -163,7 +171,7 @@ static int put_dso_change(const DecodeFormatEnv *env, DecodeFormatCache *c, cons
         const DecodeSymbol *from = r->from ? decode_sym(env, c, r->view, r->from) : NULL;
 
         if (to && to->dso && (!from || !from->dso || !streq(from->dso, to->dso)))
-                return buf_printf(b, " (%s)", to->dso);
+                return put_wrapped(b, " (", to->dso, ')');
         return 0;
 }
 
@@ -188,7 +196,7 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                             put_func(env, c, r->view, r->to, b, &to) < 0)
                                 return -ENOMEM;
                         if (k != DECODE_BRANCH_CALL && k != DECODE_BRANCH_ICALL &&
-                            buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
+                            put_wrapped(b, " [", decode_branch_kind_to_string(k), ']') < 0)
                                 return -ENOMEM;
                         if (r->to == 0) /* put_func() printed "?" without a lookup */
                                 to = decode_sym(env, c, r->view, 0);
@@ -201,7 +209,7 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                         if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 || buf_puts(b, "<- ") < 0 ||
                             put_func(env, c, r->view, r->from, b, NULL) < 0)
                                 return -ENOMEM;
-                        if (k != DECODE_BRANCH_RET && buf_printf(b, " [%s]", decode_branch_kind_to_string(k)) < 0)
+                        if (k != DECODE_BRANCH_RET && put_wrapped(b, " [", decode_branch_kind_to_string(k), ']') < 0)
                                 return -ENOMEM;
                 } else if (k == DECODE_BRANCH_TR_START) {
                         if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 ||
@@ -226,7 +234,7 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                 if (r->kind == DECODE_EVENT_PSB)
                         return 0; /* packet-level detail; see --format=branches --events */
                 if (put_prefix(env, c, s, seg, r, (int) t->stack.n, b) < 0 ||
-                    buf_printf(b, "[%s ", decode_event_kind_to_string(r->kind)) < 0 ||
+                    put_wrapped(b, "[", decode_event_kind_to_string(r->kind), ' ') < 0 ||
                     decode_put_event_payload(r, b) < 0)
                         return -ENOMEM;
                 return buf_puts(b, "]\n");

@@ -274,6 +274,31 @@ static int emit_ip(SynthPktGen *g, enum pt_packet_type type, uint64_t ip, bool s
         return emit(g, &p);
 }
 
+/* An IP packet written whole (IPBytes 011, or 110 where the address is
+ * not a sign-extended 48-bit one), not against the last IP. Used where
+ * decoders disagree on what the last IP is:
+ *   - the FUP in PSB+: real hardware writes it whole (every PSB+ of the
+ *     Skylake trace in ../shared/realpt/quipper-perfdata has FUP header
+ *     0x7d, IPBytes 011), and perf relies on it: intel_pt_psb_with_fup()
+ *     in tools/perf/util/intel-pt-decoder/intel-pt-decoder.c reads the
+ *     FUP ahead (intel_pt_pkt_lookahead()) and computes its IP with
+ *     intel_pt_set_last_ip() before intel_pt_psb() resets the last IP, so
+ *     a FUP compressed against the reset value (0) is taken against the
+ *     IP before the PSB, and intel_pt_fup_in_psb() walks to an address
+ *     that is not there ("Trace doesn't match instruction");
+ *   - the FUP after an OVF: libipt resets its last IP at OVF, perf's
+ *     intel_pt_overflow() does not. */
+static int emit_ip_whole(SynthPktGen *g, enum pt_packet_type type, uint64_t ip) {
+        struct pt_packet p;
+
+        p.type = type;
+        g->n_told++;
+        p.payload.ip.ipc = sext48(ip) == ip ? pt_ipc_sext_48 : pt_ipc_full;
+        p.payload.ip.ip = ip;
+        g->last_ip = ip;
+        return emit(g, &p);
+}
+
 /* A return that is not compressed empties the return-compression stack.
  * The SDM leaves open what such a return does to the stack, and the two
  * decoders of record differ: perf pops its stack at every RET
@@ -509,11 +534,11 @@ int synth_pkt_psb(SynthPktGen *g, const SynthPsbState *st, uint64_t *ret_offset)
                 return r;
         g->enabled = st->enabled;
         if (st->enabled) {
-                r = emit_ip(g, ppt_fup, st->ip, false);
+                r = emit_ip_whole(g, ppt_fup, st->ip);
                 if (r < 0)
                         return r;
         } else if (st->bdm70_ip) {
-                r = emit_ip(g, ppt_fup, st->bdm70_ip, false);
+                r = emit_ip_whole(g, ppt_fup, st->bdm70_ip);
                 if (r < 0)
                         return r;
                 /* A decoder that skips this FUP (BDM70) has no last IP from
@@ -559,7 +584,7 @@ int synth_pkt_overflow_end(SynthPktGen *g, bool enabled, uint64_t ip) {
                 return r;
         g->enabled = enabled;
         if (enabled)
-                r = emit_ip(g, ppt_fup, ip, false);
+                r = emit_ip_whole(g, ppt_fup, ip);
         if (r >= 0 && g->cfg.ovf_every)
                 g->next_ovf = synth_pkt_offset(g) + g->cfg.ovf_every / 2 +
                               synth_rng_below(&g->rng, g->cfg.ovf_every);

@@ -12,7 +12,9 @@
  *     TIP, FUP, PIP, MODE or PSB);
  *   - the last IP, for IP compression (reset at PSB and OVF, exactly
  *     where libipt resets its copy); the shortest valid compression is
- *     used, now and then another valid one, so every form occurs;
+ *     used, now and then another valid one, so every form occurs, but
+ *     the FUP in PSB+ and the one after an OVF are written whole, as
+ *     hardware writes them (emit_ip_whole() in pkt.c says why);
  *   - the return-compression stack: 64 entries, push on every call that is
  *     not to the next instruction, a RET is a taken TNT bit only when its
  *     target is the stack's top (then popped), a TIP otherwise, which

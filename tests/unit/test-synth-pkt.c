@@ -177,6 +177,12 @@ static void test_psb_timing_ovf(void) {
                         break;
                 case ppt_fup:
                         psb_fup = psb_fup || in_psb;
+                        /* Written whole, not against the last IP (0 after
+                         * PSB and OVF): perf's intel_pt_psb_with_fup()
+                         * reads a compressed one against the IP before
+                         * the PSB (emit_ip_whole() in pkt.c). */
+                        if (in_psb || after_ovf)
+                                ASSERT_TRUE(p.payload.ip.ipc == pt_ipc_sext_48 || p.payload.ip.ipc == pt_ipc_full);
                         if (after_ovf) {
                                 ASSERT_EQ_U64(p.payload.ip.ip & 0xffffffffffff, 0x403000);
                                 seen_fup_after_ovf++;

@@ -8,8 +8,8 @@
  *
  * State kept as the hardware keeps it:
  *   - pending TNT bits, written as TNT-8 or TNT-64 when full and flushed
- *     before any packet that is not pure timing (so TNT never straddles a
- *     TIP, FUP, PIP, MODE or PSB);
+ *     before any packet that is not pure timing and before MTC (so TNT
+ *     never straddles a TIP, FUP, PIP, MODE, PSB or MTC);
  *   - the last IP, for IP compression (reset at PSB and OVF, exactly
  *     where libipt resets its copy); the shortest valid compression is
  *     used, now and then another valid one, so every form occurs, but

@@ -344,4 +344,53 @@ static void test_ret_after_tip(void) {
         synth_pkt_done(&g);
 }
 
-RUN_TESTS(TEST(test_ip_compression), TEST(test_ret_compression), TEST(test_ret_after_tip), TEST(test_psb_timing_ovf), TEST(test_cyc));
+/* Branches that retired before an MTC's crystal-clock edge go out before
+ * the MTC (a partial TNT), as hardware writes them: held back, a run of
+ * MTCs would come before branches that ran earlier, and perf times those
+ * from the last MTC (emit_mtc() in pkt.c). */
+static void test_tnt_before_mtc(void) {
+        _cleanup_buffer_ Buffer out = BUFFER_NULL;
+        struct pt_packet_decoder *d;
+        struct pt_config c;
+        SynthPktGen g;
+        unsigned bits_seen = 0, n_mtc = 0;
+
+        gen_init(&g, &out, true);
+        ASSERT_OK(synth_pkt_psb(&g, &(SynthPsbState){.enabled = true, .ip = 0x401000}, NULL));
+        for (unsigned i = 0; i < 40; i++) {
+                ASSERT_OK(synth_pkt_tnt(&g, i & 1));
+                /* One branch every 250 cycles: fewer than 6 per MTC period
+                 * (8 crystal ticks, 672 TSC ticks, 640 cycles at CBR 20). */
+                ASSERT_OK(synth_pkt_advance(&g, 250));
+        }
+        ASSERT_OK(synth_pkt_flush_tnt(&g));
+        synth_pkt_flush(&g);
+
+        cfg_decoder(&c, &out);
+        d = pt_pkt_alloc_decoder(&c);
+        ASSERT_NOT_NULL(d);
+        ASSERT_TRUE(pt_pkt_sync_forward(d) >= 0);
+        for (;;) {
+                struct pt_packet p;
+                int r = pt_pkt_next(d, &p, sizeof p);
+
+                if (r == -pte_eos)
+                        break;
+                ASSERT_TRUE(r >= 0);
+                if (p.type == ppt_tnt_8 || p.type == ppt_tnt_64)
+                        bits_seen += p.payload.tnt.bit_size;
+                if (p.type == ppt_mtc) {
+                        /* MTC k (from 1) comes after 640 k cycles, after the
+                         * branch at 250 (i - 1) cycles for every i below. */
+                        n_mtc++;
+                        ASSERT_TRUE(bits_seen >= (640 * n_mtc - 200) / 250);
+                }
+        }
+        ASSERT_EQ(bits_seen, 40u);
+        ASSERT_TRUE(n_mtc >= 10);
+        pt_pkt_free_decoder(d);
+        synth_pkt_done(&g);
+}
+
+RUN_TESTS(TEST(test_ip_compression), TEST(test_ret_compression), TEST(test_ret_after_tip), TEST(test_psb_timing_ovf), TEST(test_cyc),
+          TEST(test_tnt_before_mtc));

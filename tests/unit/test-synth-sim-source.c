@@ -319,14 +319,18 @@ static void check_packets(const Buffer *b, PacketStats *st) {
 }
 
 typedef struct SidebandStats {
-        uint64_t forks, execs, comms, mmaps, mmaps_build_id, switches, exits, bad_pids;
+        uint64_t forks, execs, comms, mmaps, mmaps_build_id, switches, exits, bad_pids, split_switches;
         uint64_t last_time;
 } SidebandStats;
 
 /* The injected records parse, are in time order, and name synthetic pids;
  * a dying task's EXIT comes right before its last switch-out, which has no
  * preempt flag (Linux: perf_event_exit_task() in do_exit(), then
- * __schedule() from do_task_dead()); their executable mappings go into
+ * __schedule() from do_task_dead()); a switch-out is followed by the
+ * switch-in of the thread it names, later, as Linux writes them around
+ * the switch (perf_event_task_sched_out() in prepare_task_switch(),
+ * perf_event_task_sched_in() in finish_task_switch()), never at one time
+ * (split_switches counts those with time between); their executable mappings go into
  * `image` (the synthetic processes' addresses are unique across the
  * machine, so one image serves). */
 static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image, SidebandStats *st) {
@@ -335,7 +339,9 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
         size_t size;
         int k;
 
-        uint32_t exited_tid = 0;
+        uint32_t exited_tid = 0, out_from = 0, out_to = 0;
+        uint64_t out_time = 0;
+        bool out_pending = false;
 
         *st = (SidebandStats){};
         perf_record_stream_init(&s, b->data, b->size);
@@ -380,6 +386,25 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                         break;
                 case PERF_RECORD_SWITCH_CPU_WIDE:
                         st->switches++;
+                        if (r.switch_.out) {
+                                if (out_pending)
+                                        test_fail("CPU %u: switch-out of %" PRIu32 " before the switch-in of "
+                                                  "%" PRIu32, cpu, r.sid.tid, out_to);
+                                out_pending = true;
+                                out_from = r.sid.tid;
+                                out_to = r.switch_.next_prev_tid;
+                                out_time = r.sid.time;
+                        } else {
+                                if (!out_pending || r.sid.tid != out_to || r.switch_.next_prev_tid != out_from)
+                                        test_fail("CPU %u: switch-in of %" PRIu32 " (prev %" PRIu32
+                                                  ") does not follow its switch-out",
+                                                  cpu, r.sid.tid, r.switch_.next_prev_tid);
+                                if (r.sid.time <= out_time)
+                                        test_fail("CPU %u: switch %" PRIu32 " -> %" PRIu32 " written at one "
+                                                  "time, %" PRIu64, cpu, out_from, out_to, out_time);
+                                st->split_switches++;
+                                out_pending = false;
+                        }
                         break;
                 default:
                         test_fail("unexpected record type %u", r.type);

@@ -231,6 +231,12 @@ typedef struct SynWorld {
         uint64_t slice_end;
         SynthThread *sb_cur;      /* what the side-band says runs */
         SynthThread *req_logical; /* what the switch in flight means to the side-band */
+        /* The switch whose out record is written and whose in record is
+         * not yet (Linux writes them around the switch: synth/cpu.h,
+         * SynthSched); in_due: when, for a switch of the side-band only
+         * (0: when the CPU's walk says). */
+        SynthThread *in_from, *in_to;
+        uint64_t in_due;
         bool ready;               /* the CPU's tracking event takes records */
         uint64_t retry_at;        /* not ready: when to try again */
         int error;
@@ -434,7 +440,12 @@ int sim_real_advance(SimSource *s, SimCpu *c, uint64_t horizon);
 
 /* synthetic.c */
 void sim_syn_world_free(SimSource *s, SynWorld *w);
-void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc);
+/* The side-band of the synthetic world's switches, in ptsynth's model
+ * (SynthSchedFn): the out record (and a dying task's EXIT) when the CPU
+ * leaves the old thread, the in record when the new one runs. */
+void sim_syn_sched(SimCpu *c, SynthSched what, uint64_t tsc);
+/* Write a switch's in record still owed (before the stream ends). */
+void sim_syn_flush_in(SimCpu *c, uint64_t tsc);
 int sim_syn_world_new(SimSource *s, SimCpu *c);
 int sim_syn_advance(SimSource *s, SimCpu *c, uint64_t horizon);
 

@@ -11,10 +11,20 @@
 static void on_switch(SynthCpu *sc, SynthThread *prev, SynthThread *next, uint64_t tsc, void *userdata) {
         SimCpu *c = userdata;
 
-        if (c->world)
-                sim_syn_on_switch(c, prev, next, tsc);
-        else if (prev->idle != next->idle || !next->idle)
+        /* The synthetic world counts its switches with their side-band
+         * (on_sched). */
+        if (!c->world && (prev->idle != next->idle || !next->idle))
                 c->stats.switches++;
+}
+
+/* The synthetic world's side-band, written where ptsynth's CPU model says
+ * Linux writes it. */
+static void on_sched(SynthCpu *sc, SynthSched what, SynthThread *prev, SynthThread *next, uint64_t tsc,
+                     void *userdata) {
+        SimCpu *c = userdata;
+
+        if (c->world)
+                sim_syn_sched(c, what, tsc);
 }
 
 typedef enum CpuBegin {
@@ -59,8 +69,10 @@ static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, CpuBegin how, uint64_
                         if (r < 0)
                                 return r;
                 }
-                if (c->world)
+                if (c->world) {
                         c->world->req_logical = NULL;
+                        sim_syn_flush_in(c, sim_cpu_tsc(c));
+                }
                 cache = c->sc.cache;
                 c->sc.cache = (SynthBlockCache){};
                 synth_cpu_done(&c->sc);
@@ -76,6 +88,7 @@ static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, CpuBegin how, uint64_
                 synth_block_cache_done(&cache);
                 return r;
         }
+        c->sc.on_sched = on_sched;
         c->inited = true;
         c->sc.keep_truth = false;
         if (!keep_cache) {

@@ -259,26 +259,54 @@ static int syn_reap(SimSource *s, SimCpu *c, SynWorld *w) {
         return 0;
 }
 
-void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t tsc) {
+/* The in half of the switch under way, as perf_event_task_sched_in() ->
+ * perf_event_switch(next, prev, true) writes it in the new task's
+ * context; from then on the PMU's current task is the new one. */
+void sim_syn_flush_in(SimCpu *c, uint64_t tsc) {
+        SimSource *s = c->src;
+        SynWorld *w = c->world;
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        SynthThread *from = w->in_from, *to = w->in_to;
+        PerfSampleId si;
+        int r;
+
+        if (!to)
+                return;
+        w->in_from = w->in_to = NULL;
+        w->in_due = 0;
+        si = syn_sid(c, syn_pid(to), syn_tid(to), tsc);
+        r = perf_record_append_switch_cpu_wide(&b, false, false, syn_pid(from), syn_tid(from), &si);
+        if (r >= 0)
+                r = syn_inject(s, c, &b);
+        if (r < 0 && w->error >= 0)
+                w->error = r;
+        sim_cpu_set_current(c, syn_pid(to), syn_tid(to));
+        c->stats.switches++;
+}
+
+/* The out half, as perf_event_task_sched_out() -> perf_event_switch(prev,
+ * next, false) writes it in the old task's context (PREEMPT while it is
+ * still runnable). A dying task's EXIT comes first, as Linux writes them:
+ * perf_event_exit_task() in do_exit(), then perf_event_task_sched_out()
+ * from do_task_dead()'s __schedule(), without the preempt flag (the task
+ * is off the run queue). req_logical is what the switch means to the
+ * side-band: none, or the thread that runs already, for a pause of the
+ * trace (the CPU steered to the idle task while the side-band goes on). */
+static void syn_sched_out(SimCpu *c, uint64_t tsc) {
         SimSource *s = c->src;
         SynWorld *w = c->world;
         _cleanup_buffer_ Buffer b = BUFFER_NULL;
         SynthThread *from = w->sb_cur, *to = w->req_logical;
         SynTask *ft;
-        PerfSampleId so, si;
-        int r;
+        PerfSampleId so;
+        int r = 0;
 
         w->req_logical = NULL;
         if (!to || to == from)
-                return; /* a pause of the trace, not a switch */
+                return;
+        sim_syn_flush_in(c, tsc); /* a switch right after a switch */
         ft = syn_task(from);
         so = syn_sid(c, syn_pid(from), syn_tid(from), tsc);
-        si = syn_sid(c, syn_pid(to), syn_tid(to), tsc);
-        r = 0;
-        /* A dying task's EXIT comes before its last switch-out, as Linux
-         * writes them: perf_event_exit_task() in do_exit(), then
-         * perf_event_task_sched_out() from do_task_dead()'s __schedule(),
-         * without the preempt flag (the task is off the run queue). */
         if (ft && ft->exit_at <= tsc) {
                 r = perf_record_append_fork(&b, PERF_RECORD_EXIT, syn_pid(from),
                                             ft->leader ? 1 : syn_pid(from), syn_tid(from), ft->ptid, so.time,
@@ -292,15 +320,18 @@ void sim_syn_on_switch(SimCpu *c, SynthThread *prev, SynthThread *next, uint64_t
                                                        &so);
         if (r >= 0)
                 r = syn_inject(s, c, &b);
-        if (r >= 0)
-                r = perf_record_append_switch_cpu_wide(&b, false, false, syn_pid(from), syn_tid(from), &si);
-        if (r >= 0)
-                r = syn_inject(s, c, &b);
         if (r < 0 && w->error >= 0)
                 w->error = r;
         w->sb_cur = to;
-        sim_cpu_set_current(c, syn_pid(to), syn_tid(to));
-        c->stats.switches++;
+        w->in_from = from;
+        w->in_to = to;
+}
+
+void sim_syn_sched(SimCpu *c, SynthSched what, uint64_t tsc) {
+        if (what == SYNTH_SCHED_OUT)
+                syn_sched_out(c, tsc);
+        else if (!c->world->in_due)
+                sim_syn_flush_in(c, tsc);
 }
 
 /* The scheduler: slices, idle periods, exits. A leader exits last: its
@@ -344,8 +375,12 @@ static int syn_schedule(SimSource *s, SimCpu *c, SynWorld *w, uint64_t now) {
         sim_delay_return(next, s->switch_pge);
         if (c->sc.cur == next) {
                 /* Already there (a pause ended on the idle task): the
-                 * switch is only the side-band's. */
-                sim_syn_on_switch(c, c->sc.cur, next, now);
+                 * switch is only the side-band's; its in record comes
+                 * after the kernel's switch path, 0.25-1 us, as ptsynth
+                 * times it without the kernel traced (synth/TRUTH.md). */
+                syn_sched_out(c, now);
+                if (w->in_to)
+                        w->in_due = now + TICKS_US(1) / 4 + synth_rng_below(&w->rng, TICKS_US(1) * 3 / 4);
                 return 0;
         }
         sim_hold_in_kernel(c->sc.cur);
@@ -378,6 +413,8 @@ int sim_syn_advance(SimSource *s, SimCpu *c, uint64_t horizon) {
                 uint64_t now = sim_cpu_tsc(c), next;
 
                 sim_budget_update(s, c, !c->sc.cur->idle);
+                if (w->in_due && now >= w->in_due)
+                        sim_syn_flush_in(c, now);
                 if (w->ready) {
                         r = syn_schedule(s, c, w, now);
                         if (r < 0)
@@ -399,6 +436,8 @@ int sim_syn_advance(SimSource *s, SimCpu *c, uint64_t horizon) {
                         next = MIN(next, MAX(c->gap_until, now + 1));
                 if (synth_cpu_switch_pending(&c->sc))
                         next = MIN(next, now + SWITCH_MIN_LATENCY);
+                if (w->in_due)
+                        next = MIN(next, MAX(w->in_due, now + 1));
                 r = synth_cpu_run(&c->sc, MAX(next, now + 1));
                 if (r < 0)
                         return r;

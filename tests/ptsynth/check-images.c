@@ -90,6 +90,24 @@ int check_images_poke(const SynthResult *res, const Images *im, size_t k) {
         return r < 0 ? -EIO : 0;
 }
 
+/* Whether process pid is forked during the run (then it runs its
+ * parent's image until it execs, if it does). */
+static bool forked(const SynthResult *res, uint32_t pid) {
+        PerfRecordStream st;
+        const void *rec;
+        size_t size;
+
+        perf_record_stream_init(&st, res->sideband, res->sideband_size);
+        while (perf_record_stream_next(&st, &rec, &size) > 0) {
+                PerfRecord pr;
+
+                if (perf_record_parse(rec, size, SYNTH_SAMPLE_TYPE, true, &pr) >= 0 &&
+                    pr.type == PERF_RECORD_FORK && pr.fork.pid == pid && pr.fork.tid == pid)
+                        return true;
+        }
+        return false;
+}
+
 int check_images_build(const SynthResult *res, Images *im) {
         const SynthImage *kimg;
         int r;
@@ -118,13 +136,23 @@ int check_images_build(const SynthResult *res, Images *im) {
 
                 pt_asid_init(&asid);
                 asid.cr3 = res->procs[p].cr3;
-                r = add_process(im->all, im->isc, &res->procs[p], &asid);
+                /* A process forked during the run runs its parent's image
+                 * (the first process's) until it execs: both, its own over
+                 * the parent's where they overlap (the same executable at
+                 * the same address when they do); here and below. */
+                r = 0;
+                if (p > 0 && forked(res, res->procs[p].pid))
+                        r = add_process(im->all, im->isc, &res->procs[0], &asid);
+                if (r >= 0)
+                        r = add_process(im->all, im->isc, &res->procs[p], &asid);
                 if (r < 0)
                         return r;
                 im->procs[p] = pt_image_alloc(res->procs[p].comm);
                 if (!im->procs[p])
                         return -ENOMEM;
                 r = add_image_sections(im->procs[p], im->isc, kimg, im->kernel_file, 0, NULL);
+                if (r >= 0 && p > 0 && forked(res, res->procs[p].pid))
+                        r = add_process(im->procs[p], im->isc, &res->procs[0], NULL);
                 if (r >= 0)
                         r = add_process(im->procs[p], im->isc, &res->procs[p], NULL);
                 if (r < 0)

@@ -71,18 +71,7 @@ static void calls_free(void *p) {
 }
 
 static CallThread *calls_thread(CallsState *s, uint64_t key) {
-        CallThread *t = u64map_get(&s->threads, key);
-
-        if (t)
-                return t;
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return NULL;
-        if (u64map_put(&s->threads, key, t) < 0) {
-                free(t);
-                return NULL;
-        }
-        return t;
+        return u64map_get_or_new(&s->threads, key, sizeof(CallThread));
 }
 
 /* The time as decode_put_reltime() writes it, from the last line when
@@ -418,21 +407,6 @@ static int fold_push(const DecodeFormatEnv *env, DecodeFormatCache *c, FoldState
         return 0;
 }
 
-static FoldCpu *fold_cpu(FoldState *s, uint32_t cpu) {
-        FoldCpu *fc = u64map_get(&s->cpus, cpu);
-
-        if (fc)
-                return fc;
-        fc = calloc(1, sizeof(*fc));
-        if (!fc)
-                return NULL;
-        if (u64map_put(&s->cpus, cpu, fc) < 0) {
-                free(fc);
-                return NULL;
-        }
-        return fc;
-}
-
 static uint64_t fold_weight(const DecodeFormatEnv *env, FoldCpu *fc, const DecodeRecord *r) {
         uint64_t prev, ns = 0;
         bool had;
@@ -462,7 +436,7 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
 
         if (r->type == DECODE_RECORD_BLOCK)
                 return 0;
-        fc = fold_cpu(s, seg->cpu);
+        fc = u64map_get_or_new(&s->cpus, seg->cpu, sizeof(FoldCpu));
         if (!fc)
                 return -ENOMEM;
 

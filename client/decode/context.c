@@ -116,6 +116,8 @@ static int replay_process_record(DecodeContext *ctx, Model *model, const PerfRec
                 break;
         case PERF_RECORD_COMM:
                 ctx->stats.comms++;
+                if (r->comm.exec)
+                        ctx->stats.execs++;
                 break;
         }
         k = model_apply(model, r, time, &touched);

@@ -100,7 +100,7 @@ typedef struct DecodeKsym {
 
 typedef struct DecodeContextStats {
         uint64_t records, malformed, unknown, lost_records, lost_events, aux_truncated, aux_collision;
-        uint64_t switches, mmaps, comms, forks, exits, itrace_starts, text_pokes, text_pokes_dropped;
+        uint64_t switches, mmaps, comms, execs, forks, exits, itrace_starts, text_pokes, text_pokes_dropped;
 } DecodeContextStats;
 
 typedef struct DecodeContext {

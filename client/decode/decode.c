@@ -224,7 +224,11 @@ static void block_flags(const Decoder *d, const DecodeOptions *opts, bool window
          * cost libipt about 5% more work, so only when times are shown or
          * used: time and IPC fields, the formats that print times, time
          * windows and merging, and kernel text that changes over time
-         * (which poke epoch a stretch ran in). Otherwise times come from
+         * (which poke epoch a stretch ran in), and processes that exec
+         * (the new image's address space begins in the middle of a
+         * system call, and with the kernel traced its first instructions
+         * follow a TIP, no event: without ticks they would be dated
+         * before the exec). Otherwise times come from
          * the other events (trace starts and stops, interrupts, PSBs),
          * which is all that threads and address spaces need: thread
          * switches follow the trace (client/decode/worker/attribution.h). */
@@ -234,7 +238,7 @@ static void block_flags(const Decoder *d, const DecodeOptions *opts, bool window
                    !decode_options_has_field(opts, DECODE_FIELD_TIME) &&
                    !decode_options_has_field(opts, DECODE_FIELD_IPC)) ||
                   (opts->format == DECODE_FORMAT_FOLDED && opts->weight == DECODE_WEIGHT_INSN)) ||
-                windowed || opts->sort_time || d->ctx->n_pokes > 0;
+                windowed || opts->sort_time || d->ctx->n_pokes > 0 || d->ctx->stats.execs > 0;
         /* Blocks end at every direct call and jump, so that none is
          * hidden inside a block. Without, libipt would save about 8% of
          * its work on kernel code, but follows a loop of direct jumps

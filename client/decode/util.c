@@ -69,6 +69,21 @@ int u64map_put(U64Map *m, uint64_t key, void *value) {
         return 0;
 }
 
+void *u64map_get_or_new(U64Map *m, uint64_t key, size_t size) {
+        void *v = u64map_get(m, key);
+
+        if (v)
+                return v;
+        v = calloc(1, size);
+        if (!v)
+                return NULL;
+        if (u64map_put(m, key, v) < 0) {
+                free(v);
+                return NULL;
+        }
+        return v;
+}
+
 bool u64map_next(const U64Map *m, size_t *i, uint64_t *ret_key, void **ret_value) {
         for (; *i < m->allocated; (*i)++)
                 if (m->values[*i]) {

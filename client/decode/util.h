@@ -20,6 +20,9 @@ void u64map_done(U64Map *m);
 void *u64map_get(const U64Map *m, uint64_t key);
 /* Insert or replace. */
 int u64map_put(U64Map *m, uint64_t key, void *value);
+/* The value at key; if there is none, a new zeroed one of size bytes that
+ * the map's owner frees (NULL on -ENOMEM). */
+void *u64map_get_or_new(U64Map *m, uint64_t key, size_t size);
 /* Iterate: for (size_t i = 0; u64map_next(m, &i, &k, &v);) */
 bool u64map_next(const U64Map *m, size_t *i, uint64_t *ret_key, void **ret_value);
 

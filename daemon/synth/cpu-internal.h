@@ -113,6 +113,11 @@ static inline int advance_to(SynthCpu *c, uint64_t target) {
 #define SYNTH_COST_MOV_CR3 300
 #define SYNTH_COST_EXCEPTION 200 /* delivery of an interrupt or exception */
 #define SYNTH_COST_RESCHEDULE 1500 /* from a reschedule IPI to __schedule() */
+/* execve() from its records (begin_new_exec()'s COMM, the new image's
+ * MMAP2s) to the return to user space: the rest of load_elf_binary(), the
+ * interpreter's mapping, start_thread(). Many MTC periods, so a decoder
+ * dates the new image's first instructions after the records. */
+#define SYNTH_COST_EXEC_REST 30000
 
 static inline uint64_t synth_cpu_insn_cost(SynthBlockEnd kind) {
         switch (kind) {

@@ -206,6 +206,22 @@ int synth_cpu_leave_kernel(SynthCpu *c, SynthTruthKind kind, uint64_t from) {
         int r = 0;
 
         synth_cpu_sched_in(c); /* a walk that left before finish_task_switch() */
+        if (f.kind == SYNTH_FRAME_SYSCALL && f.ret_mode == SYNTH_MODE_USER && t->exec_as && now(c) >= t->exec_at) {
+                /* This call was execve(): the records went out in it, the
+                 * old image is gone, and the call returns to the new
+                 * one's entry with nothing on the user stack. */
+                if (c->on_exec)
+                        c->on_exec(c, t, now(c), c->userdata);
+                r = advance_cycles(c, SYNTH_COST_EXEC_REST);
+                if (r < 0)
+                        return r;
+                t->uw.as = t->exec_as;
+                t->uw.map = NULL;
+                t->uw.depth = 0;
+                t->user_entry = t->exec_entry;
+                f.ret_ip = t->exec_entry;
+                t->exec_as = NULL;
+        }
         if (f.ret_mode == SYNTH_MODE_USER) {
                 t->mode = SYNTH_MODE_USER;
                 synth_walker_jump(&t->uw, f.ret_ip);

@@ -73,6 +73,15 @@ typedef struct SynthThread {
         uint64_t user_entry; /* where a new thread starts in user space */
         int cpu;             /* where it runs, -1 when parked */
 
+        /* execve() to come (set by the driver): at the thread's first
+         * return from a system call at or after exec_at, the CPU's on_exec
+         * is told (the driver writes COMM with PERF_RECORD_MISC_COMM_EXEC
+         * and the new image's MMAP2s, as begin_new_exec() and
+         * load_elf_binary() do in the middle of the call), the user walk
+         * moves to exec_as and the call returns to exec_entry. */
+        const SynthAddressSpace *exec_as;
+        uint64_t exec_entry, exec_at;
+
         bool in_tsx;
         uint64_t tsx_begin_ip;
         uint32_t tsx_steps;
@@ -129,6 +138,10 @@ typedef enum SynthSched {
 typedef void (*SynthSchedFn)(SynthCpu *c, SynthSched what, SynthThread *prev, SynthThread *next, uint64_t tsc,
                              void *userdata);
 
+/* t's execve() (SynthThread.exec_as) takes effect at tsc: its old user
+ * code ran before, its new code runs after. */
+typedef void (*SynthExecFn)(SynthCpu *c, SynthThread *t, uint64_t tsc, void *userdata);
+
 /* Where threads changed on a CPU: the stream offset and time of the
  * switch and the thread that runs from there on (TID 0: idle). */
 typedef struct SynthSwitchLog {
@@ -161,6 +174,7 @@ struct SynthCpu {
         uint64_t switch_at;     /* untraced kernel: when the switch happens */
         SynthSwitchFn on_switch;
         SynthSchedFn on_sched; /* optional, set after synth_cpu_init() */
+        SynthExecFn on_exec;   /* likewise */
         void *userdata;
         bool sched_out_told;       /* SYNTH_SCHED_OUT of the switch under way */
         SynthThread *sched_in_prev; /* swapped, SYNTH_SCHED_IN not told yet */

@@ -38,6 +38,7 @@ typedef struct Task {
         uint32_t exit_ppid; /* EXIT's ppid and ptid: the pid of task->real_parent */
         bool new_process; /* the first thread of a process started during the run */
         bool exiting;
+        struct Task *leader; /* of a process started during the run: its first thread */
 } Task;
 
 typedef struct SidebandIndex {
@@ -139,8 +140,8 @@ static void sb_index(SynthMachine *m, size_t start, uint64_t time) {
                         sb_index((m), _start, (time));                                                      \
         } while (0)
 
-static void sb_mmaps(SynthMachine *m, const SynthProcess *p, uint32_t tid, uint64_t tsc) {
-        PerfSampleId s = sid(m, p->pid, tid, tsc, 0, SYNTH_DUMMY_EVENT_ID(0));
+static void sb_mmaps(SynthMachine *m, const SynthProcess *p, uint32_t tid, uint64_t tsc, unsigned cpu) {
+        PerfSampleId s = sid(m, p->pid, tid, tsc, cpu, SYNTH_DUMMY_EVENT_ID(cpu));
 
         for (size_t i = 0; i < p->as->n_maps; i++) {
                 const SynthMapping *mp = &p->as->maps[i];
@@ -163,8 +164,8 @@ static void sb_mmaps(SynthMachine *m, const SynthProcess *p, uint32_t tid, uint6
         }
 }
 
-static void sb_comm(SynthMachine *m, const SynthThread *t, bool exec, uint64_t tsc) {
-        PerfSampleId s = sid(m, t->pid, t->tid, tsc, 0, SYNTH_DUMMY_EVENT_ID(0));
+static void sb_comm(SynthMachine *m, const SynthThread *t, bool exec, uint64_t tsc, unsigned cpu) {
+        PerfSampleId s = sid(m, t->pid, t->tid, tsc, cpu, SYNTH_DUMMY_EVENT_ID(cpu));
 
         SB(m, s.time, perf_record_append_comm(&m->sb, exec, t->pid, t->tid, t->proc->comm, &s));
 }
@@ -245,6 +246,28 @@ static void on_switch(SynthCpu *c, SynthThread *prev, SynthThread *next, uint64_
         m->slice_end[c->cpu] = tsc + synth_rng_range(&m->rng, 10, 100) * SYNTH_TSC_HZ / 1000000;
 }
 
+/* Where a process's executable starts (_start). */
+static uint64_t exe_entry(const SynthProcess *p) {
+        const SynthMapping *exe = &p->as->maps[0];
+
+        for (size_t k = 0; k < p->as->n_maps; k++)
+                if (p->as->maps[k].seq == 0)
+                        exe = &p->as->maps[k];
+        return exe->image->entry + (uint64_t)exe->bias;
+}
+
+/* execve() in the child, in its context on the CPU it runs on:
+ * begin_new_exec() -> __set_task_comm() -> perf_event_comm() writes COMM
+ * with PERF_RECORD_MISC_COMM_EXEC (after exec_mmap() dropped the old
+ * mappings), then load_elf_binary() maps the new image (perf_event_mmap()
+ * per executable segment). */
+static void on_exec(SynthCpu *c, SynthThread *t, uint64_t tsc, void *userdata) {
+        SynthMachine *m = userdata;
+
+        sb_comm(m, t, true, tsc, c->cpu);
+        sb_mmaps(m, t->proc, t->tid, tsc, c->cpu);
+}
+
 static int create_processes(SynthMachine *m, char **ret_error) {
         size_t n_exes = 0;
         uint32_t pid = 1000 + (uint32_t)synth_rng_below(&m->rng, 20000);
@@ -299,6 +322,7 @@ static int create_processes(SynthMachine *m, char **ret_error) {
                                  * fork, exec, then it runs from _start. */
                                 task->state = TASK_FUTURE;
                                 task->new_process = k == 0;
+                                task->leader = task - k;
                                 task->start_at =
                                         m->tsc0 + synth_rng_range(&m->rng, 20, 200) * SYNTH_TSC_HZ / 1000000;
                                 /* Its other threads are created by the
@@ -455,6 +479,7 @@ int synth_machine_new(const SynthConfig *cfg, SynthMachine **ret, char **ret_err
                         return set_error_message(r, ret_error, "cannot set up CPU %u", i);
                 m->cpus[i].keep_truth = cfg->keep_truth;
                 m->cpus[i].on_sched = on_sched;
+                m->cpus[i].on_exec = on_exec;
         }
 
         /* Who runs first: the first runnable threads, one per CPU; the
@@ -508,9 +533,9 @@ static void emit_initial_sideband(SynthMachine *m) {
 
                 if (task->state == TASK_FUTURE)
                         continue;
-                sb_comm(m, task->t, false, m->tsc0);
+                sb_comm(m, task->t, false, m->tsc0, 0);
                 if (task->t->tid == task->t->pid)
-                        sb_mmaps(m, task->t->proc, task->t->tid, m->tsc0);
+                        sb_mmaps(m, task->t->proc, task->t->tid, m->tsc0, 0);
         }
         for (unsigned i = 0; i < m->cfg.n_cpus; i++) {
                 SynthThread *t = m->cpus[i].cur;
@@ -530,29 +555,35 @@ static int fork_tasks(SynthMachine *m, uint64_t t) {
 
                 if (task->state != TASK_FUTURE || task->start_at > t)
                         continue;
+                /* Threads of a new process are created by its new image:
+                 * after the exec. */
+                if (task->leader && !task->new_process && task->leader->t->exec_as)
+                        continue;
                 if (task->new_process) {
-                        /* A new process runs its executable from _start. */
-                        const SynthMapping *exe = &th->proc->as->maps[0];
+                        /* fork(): the child runs its parent's image (from
+                         * the parent executable's entry here), then
+                         * execve()s its own, which it runs from _start
+                         * (TRUTH.md, "Side-band"). */
+                        SynthProcess *parent = m->procs[0];
 
-                        for (size_t k = 0; k < th->proc->as->n_maps; k++)
-                                if (th->proc->as->maps[k].seq == 0)
-                                        exe = &th->proc->as->maps[k];
-                        entry = exe->image->entry + (uint64_t)exe->bias;
+                        th->exec_as = th->proc->as;
+                        th->exec_entry = exe_entry(th->proc);
+                        th->exec_at = task->start_at + synth_rng_range(&m->rng, 5, 40) * SYNTH_TSC_HZ / 1000000;
+                        entry = exe_entry(parent);
+                        th->uw.as = parent->as;
+                        th->uw.map = NULL;
                 } else
                         entry = th->uw.ip;
                 r = synth_thread_init_new(th, &m->kernel, entry);
                 if (r < 0)
                         return r;
                 /* perf_event_fork() runs in the parent (current): its
-                 * ids are the sample's. */
-                s = sid(m, task->ppid, task->ptid, task->start_at, 0, SYNTH_DUMMY_EVENT_ID(0));
+                 * ids are the sample's; a thread held back for its
+                 * process's exec is forked now. */
+                s = sid(m, task->ppid, task->ptid, MAX(task->start_at, t), 0, SYNTH_DUMMY_EVENT_ID(0));
                 SB(m, s.time,
                    perf_record_append_fork(&m->sb, PERF_RECORD_FORK, th->pid, task->ppid, th->tid,
                                            task->ptid, s.time, &s));
-                if (task->new_process) {
-                        sb_comm(m, th, true, task->start_at);
-                        sb_mmaps(m, th->proc, th->tid, task->start_at);
-                }
                 task->state = TASK_PARKED;
         }
         return 0;

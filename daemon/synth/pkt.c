@@ -108,15 +108,19 @@ static int maybe_cyc(SynthPktGen *g) {
         return emit_cyc(g, g->cyc);
 }
 
-static int write_tnt(SynthPktGen *g) {
+/* The pending TNT bits as one packet; with_cyc: the CYC that times it
+ * first (not at an MTC: emit_mtc()). */
+static int write_tnt_bits(SynthPktGen *g, bool with_cyc) {
         struct pt_packet p;
         int r;
 
         if (g->n_tnt == 0)
                 return 0;
-        r = maybe_cyc(g);
-        if (r < 0)
-                return r;
+        if (with_cyc) {
+                r = maybe_cyc(g);
+                if (r < 0)
+                        return r;
+        }
         p.type = g->n_tnt > 6 ? ppt_tnt_64 : ppt_tnt_8;
         p.payload.tnt.bit_size = g->n_tnt;
         p.payload.tnt.payload = g->tnt;
@@ -132,6 +136,10 @@ static int write_tnt(SynthPktGen *g) {
         g->bits >>= 2;
         g->n_bits -= 2;
         return emit(g, &p);
+}
+
+static int write_tnt(SynthPktGen *g) {
+        return write_tnt_bits(g, true);
 }
 
 int synth_pkt_flush_tnt(SynthPktGen *g) {
@@ -178,11 +186,26 @@ static int emit_packet(SynthPktGen *g, const struct pt_packet *p) {
  * edge comes first, also while tracing is filtered out. Without it a CYC
  * after a filtered stretch would carry cycles from several MTC periods,
  * which libipt can only apportion by an estimate (pt_time_adjust_cyc)
- * and which throws off its MTC-based calibration. at_tsc is the edge. */
+ * and which throws off its MTC-based calibration. at_tsc is the edge.
+ *
+ * The pending TNT bits go out before the MTC, without a CYC of their own
+ * (the MTC's CYC times them too): they belong to branches that retired
+ * before the edge, and hardware writes them there. In the Skylake trace
+ * in ../shared/realpt/quipper-perfdata, 2,102 of its 2,802 MTCs come
+ * right after a partial TNT (1 to 5 bits), and none after another MTC.
+ * Held back, they would put a whole run of MTCs before branches that ran
+ * earlier, and perf, which times them from the last MTC and estimates
+ * 2 cycles per instruction beyond it (intel_pt_est_timestamp() in
+ * tools/perf/util/intel-pt-decoder/intel-pt-decoder.c, used at each
+ * return to user space by intel_pt_run_decoder() in intel-pt.c), runs
+ * ahead of the side-band and takes a later context switch as done. */
 static int emit_mtc(SynthPktGen *g, uint64_t ctc, uint64_t at_tsc) {
         struct pt_packet p = {.type = ppt_mtc};
         int r;
 
+        r = write_tnt_bits(g, false);
+        if (r < 0)
+                return r;
         if (g->cfg.cyc) {
                 /* Cycles since the edge, at the current rate (TSC ticks per
                  * cycle, 32.32); the rest was spent before it. */
@@ -271,6 +294,31 @@ static int emit_ip(SynthPktGen *g, enum pt_packet_type type, uint64_t ip, bool s
                 p.payload.ip.ip = ip;
                 g->last_ip = ip;
         }
+        return emit(g, &p);
+}
+
+/* An IP packet written whole (IPBytes 011, or 110 where the address is
+ * not a sign-extended 48-bit one), not against the last IP. Used where
+ * decoders disagree on what the last IP is:
+ *   - the FUP in PSB+: real hardware writes it whole (every PSB+ of the
+ *     Skylake trace in ../shared/realpt/quipper-perfdata has FUP header
+ *     0x7d, IPBytes 011), and perf relies on it: intel_pt_psb_with_fup()
+ *     in tools/perf/util/intel-pt-decoder/intel-pt-decoder.c reads the
+ *     FUP ahead (intel_pt_pkt_lookahead()) and computes its IP with
+ *     intel_pt_set_last_ip() before intel_pt_psb() resets the last IP, so
+ *     a FUP compressed against the reset value (0) is taken against the
+ *     IP before the PSB, and intel_pt_fup_in_psb() walks to an address
+ *     that is not there ("Trace doesn't match instruction");
+ *   - the FUP after an OVF: libipt resets its last IP at OVF, perf's
+ *     intel_pt_overflow() does not. */
+static int emit_ip_whole(SynthPktGen *g, enum pt_packet_type type, uint64_t ip) {
+        struct pt_packet p;
+
+        p.type = type;
+        g->n_told++;
+        p.payload.ip.ipc = sext48(ip) == ip ? pt_ipc_sext_48 : pt_ipc_full;
+        p.payload.ip.ip = ip;
+        g->last_ip = ip;
         return emit(g, &p);
 }
 
@@ -509,11 +557,11 @@ int synth_pkt_psb(SynthPktGen *g, const SynthPsbState *st, uint64_t *ret_offset)
                 return r;
         g->enabled = st->enabled;
         if (st->enabled) {
-                r = emit_ip(g, ppt_fup, st->ip, false);
+                r = emit_ip_whole(g, ppt_fup, st->ip);
                 if (r < 0)
                         return r;
         } else if (st->bdm70_ip) {
-                r = emit_ip(g, ppt_fup, st->bdm70_ip, false);
+                r = emit_ip_whole(g, ppt_fup, st->bdm70_ip);
                 if (r < 0)
                         return r;
                 /* A decoder that skips this FUP (BDM70) has no last IP from
@@ -559,7 +607,7 @@ int synth_pkt_overflow_end(SynthPktGen *g, bool enabled, uint64_t ip) {
                 return r;
         g->enabled = enabled;
         if (enabled)
-                r = emit_ip(g, ppt_fup, ip, false);
+                r = emit_ip_whole(g, ppt_fup, ip);
         if (r >= 0 && g->cfg.ovf_every)
                 g->next_ovf = synth_pkt_offset(g) + g->cfg.ovf_every / 2 +
                               synth_rng_below(&g->rng, g->cfg.ovf_every);

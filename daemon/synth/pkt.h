@@ -8,11 +8,13 @@
  *
  * State kept as the hardware keeps it:
  *   - pending TNT bits, written as TNT-8 or TNT-64 when full and flushed
- *     before any packet that is not pure timing (so TNT never straddles a
- *     TIP, FUP, PIP, MODE or PSB);
+ *     before any packet that is not pure timing and before MTC (so TNT
+ *     never straddles a TIP, FUP, PIP, MODE, PSB or MTC);
  *   - the last IP, for IP compression (reset at PSB and OVF, exactly
  *     where libipt resets its copy); the shortest valid compression is
- *     used, now and then another valid one, so every form occurs;
+ *     used, now and then another valid one, so every form occurs, but
+ *     the FUP in PSB+ and the one after an OVF are written whole, as
+ *     hardware writes them (emit_ip_whole() in pkt.c says why);
  *   - the return-compression stack: 64 entries, push on every call that is
  *     not to the next instruction, a RET is a taken TNT bit only when its
  *     target is the stack's top (then popped), a TIP otherwise, which

@@ -52,6 +52,7 @@ void check_images_done(Images *im, size_t n_procs) {
         pt_iscache_free(im->isc);
         free(im->tids);
         free(im->tid_pids);
+        free(im->tid_forked);
         for (size_t i = 0; i < ELEMENTSOF(im->poke_fds); i++) {
                 if (im->poke_paths[i])
                         safe_close(im->poke_fds[i]);
@@ -90,6 +91,16 @@ int check_images_poke(const SynthResult *res, const Images *im, size_t k) {
         return r < 0 ? -EIO : 0;
 }
 
+/* Whether process pid was forked during the run (its first thread known
+ * from a FORK, not from a COMM at the start): it runs its parent's image
+ * until it execs, if it does. */
+static bool forked(const Images *im, uint32_t pid) {
+        for (size_t i = 0; i < im->n_tids; i++)
+                if (im->tids[i] == pid)
+                        return im->tid_forked[i];
+        return false;
+}
+
 int check_images_build(const SynthResult *res, Images *im) {
         const SynthImage *kimg;
         int r;
@@ -113,32 +124,6 @@ int check_images_build(const SynthResult *res, Images *im) {
                 r = add_image_sections(im->kernel_only, im->isc, kimg, im->kernel_file, 0, NULL);
         if (r < 0)
                 return r;
-        for (size_t p = 0; p < res->n_procs; p++) {
-                struct pt_asid asid;
-
-                pt_asid_init(&asid);
-                asid.cr3 = res->procs[p].cr3;
-                r = add_process(im->all, im->isc, &res->procs[p], &asid);
-                if (r < 0)
-                        return r;
-                im->procs[p] = pt_image_alloc(res->procs[p].comm);
-                if (!im->procs[p])
-                        return -ENOMEM;
-                r = add_image_sections(im->procs[p], im->isc, kimg, im->kernel_file, 0, NULL);
-                if (r >= 0)
-                        r = add_process(im->procs[p], im->isc, &res->procs[p], NULL);
-                if (r < 0)
-                        return r;
-        }
-
-        for (size_t k = 0; res->n_pokes > 0 && k <= res->n_pokes; k++) {
-                const uint8_t *b = k == 0 ? res->pokes[0].old_bytes : res->pokes[k - 1].new_bytes;
-
-                r = memfd_file("ptsynth-check-poke", b, 5, &im->poke_fds[k], &im->poke_paths[k]);
-                if (r < 0)
-                        return r;
-        }
-
         /* Threads to processes, from COMM and FORK records. */
         {
                 PerfRecordStream st;
@@ -149,7 +134,7 @@ int check_images_build(const SynthResult *res, Images *im) {
                 while (perf_record_stream_next(&st, &rec, &size) > 0) {
                         PerfRecord pr;
                         uint32_t pid, tid;
-                        void *a, *b;
+                        void *a, *b, *f;
 
                         if (perf_record_parse(rec, size, SYNTH_SAMPLE_TYPE, true, &pr) < 0)
                                 continue;
@@ -167,12 +152,52 @@ int check_images_build(const SynthResult *res, Images *im) {
                         b = realloc(im->tid_pids, (im->n_tids + 1) * sizeof *im->tid_pids);
                         if (b)
                                 im->tid_pids = b;
-                        if (!a || !b)
+                        f = realloc(im->tid_forked, (im->n_tids + 1) * sizeof *im->tid_forked);
+                        if (f)
+                                im->tid_forked = f;
+                        if (!a || !b || !f)
                                 return -ENOMEM;
+                        im->tid_forked[im->n_tids] = pr.type == PERF_RECORD_FORK;
                         im->tids[im->n_tids] = tid;
                         im->tid_pids[im->n_tids++] = pid;
                 }
         }
+        for (size_t p = 0; p < res->n_procs; p++) {
+                struct pt_asid asid;
+
+                pt_asid_init(&asid);
+                asid.cr3 = res->procs[p].cr3;
+                /* A process forked during the run runs its parent's image
+                 * (the first process's) until it execs: both, its own over
+                 * the parent's where they overlap (the same executable at
+                 * the same address when they do); here and below. */
+                r = 0;
+                if (p > 0 && forked(im, res->procs[p].pid))
+                        r = add_process(im->all, im->isc, &res->procs[0], &asid);
+                if (r >= 0)
+                        r = add_process(im->all, im->isc, &res->procs[p], &asid);
+                if (r < 0)
+                        return r;
+                im->procs[p] = pt_image_alloc(res->procs[p].comm);
+                if (!im->procs[p])
+                        return -ENOMEM;
+                r = add_image_sections(im->procs[p], im->isc, kimg, im->kernel_file, 0, NULL);
+                if (r >= 0 && p > 0 && forked(im, res->procs[p].pid))
+                        r = add_process(im->procs[p], im->isc, &res->procs[0], NULL);
+                if (r >= 0)
+                        r = add_process(im->procs[p], im->isc, &res->procs[p], NULL);
+                if (r < 0)
+                        return r;
+        }
+
+        for (size_t k = 0; res->n_pokes > 0 && k <= res->n_pokes; k++) {
+                const uint8_t *b = k == 0 ? res->pokes[0].old_bytes : res->pokes[k - 1].new_bytes;
+
+                r = memfd_file("ptsynth-check-poke", b, 5, &im->poke_fds[k], &im->poke_paths[k]);
+                if (r < 0)
+                        return r;
+        }
+
         return 0;
 }
 

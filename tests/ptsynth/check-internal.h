@@ -60,6 +60,7 @@ typedef struct Images {
         struct pt_image **procs; /* per res->procs[], user-only */
         struct pt_image *kernel_only;
         uint32_t *tids, *tid_pids; /* from the side-band: which process a thread belongs to */
+        bool *tid_forked;          /* the entry is a FORK's (else a COMM's) */
         size_t n_tids;
         /* --text-poke: the static key's bytes before the first poke (0)
          * and after poke k (k + 1), as files libipt reads. */

@@ -581,8 +581,8 @@ static int check_cpu(const SynthResult *res, const SynthCpuResult *c, const Imag
                                 break; /* tracing is off and no enable follows */
                         r = check_fail(ret_error,
                                        "cpu%u: decode error at 0x%" PRIx64 " (trace offset 0x%" PRIx64
-                                       "): %s",
-                                       c->cpu, insn.ip, decoder_offset(&d), pt_errstr(pt_errcode(status)));
+                                       ", tid %" PRIu32 "): %s",
+                                       c->cpu, insn.ip, decoder_offset(&d), d.tid, pt_errstr(pt_errcode(status)));
                         goto finish;
                 }
                 stats->insns++;

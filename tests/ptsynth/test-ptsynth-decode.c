@@ -171,13 +171,24 @@ static void self_test(void) {
         t->log.data[pos] ^= 0x02;
         ASSERT_OK(synth_check_decode(res, NULL, &error));
 
-        /* One trace byte changed. */
+        /* One trace byte changed. A byte of a timing packet (an MTC's
+         * payload, say) may change nothing the check compares, so the
+         * first of 16 bytes from 3/4 of the trace whose change is noticed
+         * counts; noticing none fails. */
         aux = (uint8_t *)res->cpus[0].aux;
-        pos = res->cpus[0].aux_size * 3 / 4;
-        aux[pos] ^= 0x04;
-        ASSERT_ERROR(synth_check_decode(res, NULL, &error), EBADMSG);
-        printf("self-test, trace changed: %s\n", error);
-        aux[pos] ^= 0x04;
+        for (pos = res->cpus[0].aux_size * 3 / 4; pos < res->cpus[0].aux_size * 3 / 4 + 16; pos++) {
+                int r;
+
+                aux[pos] ^= 0x04;
+                r = synth_check_decode(res, NULL, &error);
+                aux[pos] ^= 0x04;
+                if (r == -EBADMSG)
+                        break;
+                ASSERT_OK(r);
+                error = mfree(error);
+        }
+        ASSERT_TRUE(pos < res->cpus[0].aux_size * 3 / 4 + 16);
+        printf("self-test, trace changed at byte %zu: %s\n", pos, error);
 }
 
 int main(int argc, char **argv) {

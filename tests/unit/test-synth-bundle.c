@@ -7,6 +7,7 @@
 
 #include "common/basic/fileio.h"
 #include "common/bundle/bundle.h"
+#include "common/perf/record.h"
 #include "daemon/synth/bundle.h"
 #include "test.h"
 
@@ -87,4 +88,72 @@ static void test_bundle_roundtrip(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
-RUN_TESTS(TEST(test_bundle_roundtrip));
+/* A process started during the run is forked, runs its parent's image,
+ * then execs in its own context, later, as Linux writes it: FORK in the
+ * parent's, then COMM with PERF_RECORD_MISC_COMM_EXEC and the new image's
+ * MMAP2s at one later time (begin_new_exec(), load_elf_binary()), none
+ * before; its other threads are forked after the exec. */
+static void test_exec_after_fork(void) {
+        unsigned execs = 0;
+
+        for (uint64_t seed = 100; seed < 106; seed++) {
+                _cleanup_(synth_machine_freep) SynthMachine *m = NULL;
+                _cleanup_free_ char *error = NULL;
+                uint64_t fork_time[64] = {}, exec_time[64] = {};
+                uint32_t pids[64];
+                size_t n = 0;
+                const SynthResult *res;
+                PerfRecordStream st;
+                const void *rec;
+                size_t size;
+                SynthConfig cfg;
+                int k;
+
+                synth_config_init(&cfg);
+                cfg.seed = seed;
+                cfg.n_cpus = 2;
+                cfg.n_procs = 6;
+                cfg.ring_size = 65536;
+                cfg.trace_kernel = true;
+                ASSERT_OK(synth_machine_new(&cfg, &m, &error));
+                ASSERT_OK(synth_machine_run(m, &error));
+                res = synth_machine_result(m);
+                perf_record_stream_init(&st, res->sideband, res->sideband_size);
+                while ((k = perf_record_stream_next(&st, &rec, &size)) > 0) {
+                        PerfRecord r;
+                        size_t i;
+
+                        ASSERT_OK(perf_record_parse(rec, size, SYNTH_SAMPLE_TYPE, true, &r));
+                        if (r.type == PERF_RECORD_FORK && r.fork.pid == r.fork.tid && r.fork.pid != r.fork.ppid) {
+                                ASSERT_TRUE(n < ELEMENTSOF(pids));
+                                pids[n] = r.fork.pid;
+                                fork_time[n++] = r.sid.time;
+                                continue;
+                        }
+                        for (i = 0; i < n; i++)
+                                if (pids[i] == r.sid.pid)
+                                        break;
+                        if (i == n)
+                                continue;
+                        if (r.type == PERF_RECORD_COMM) {
+                                ASSERT_TRUE(r.comm.exec);
+                                ASSERT_EQ(exec_time[i], 0u);
+                                ASSERT_TRUE(r.sid.time > fork_time[i]);
+                                ASSERT_EQ(r.sid.tid, r.sid.pid);
+                                exec_time[i] = r.sid.time;
+                                execs++;
+                        } else if (r.type == PERF_RECORD_MMAP2) {
+                                ASSERT_TRUE(exec_time[i] != 0);
+                                ASSERT_EQ_U64(r.sid.time, exec_time[i]);
+                        } else if (r.type == PERF_RECORD_FORK) {
+                                /* A thread of the new image. */
+                                ASSERT_TRUE(exec_time[i] != 0 && r.sid.time >= exec_time[i]);
+                        }
+                }
+                ASSERT_OK(k);
+        }
+        printf("%u execs after their fork\n", execs);
+        ASSERT_TRUE(execs > 0);
+}
+
+RUN_TESTS(TEST(test_bundle_roundtrip), TEST(test_exec_after_fork));

@@ -71,18 +71,7 @@ static void calls_free(void *p) {
 }
 
 static CallThread *calls_thread(CallsState *s, uint64_t key) {
-        CallThread *t = u64map_get(&s->threads, key);
-
-        if (t)
-                return t;
-        t = calloc(1, sizeof(*t));
-        if (!t)
-                return NULL;
-        if (u64map_put(&s->threads, key, t) < 0) {
-                free(t);
-                return NULL;
-        }
-        return t;
+        return u64map_get_or_new(&s->threads, key, sizeof(CallThread));
 }
 
 /* The time as decode_put_reltime() writes it, from the last line when
@@ -276,19 +265,27 @@ typedef struct FoldThread {
         DecodeCallStack stack;
 } FoldThread;
 
+/* What folded keeps per CPU. A struct, not values in U64Maps: those
+ * cannot hold 0 (NULL marks an empty slot), and a pending weight must go
+ * back to 0 once it is given to a thread. */
+typedef struct FoldCpu {
+        /* The thread whose code the instructions after the last record
+         * belong to, and that record's time. */
+        FoldThread *last_thread;
+        bool has_last_tsc;
+        uint64_t last_tsc;
+        /* The weight of events seen before their thread's first branch,
+         * for the function that branch leaves. */
+        uint64_t pending_weight;
+} FoldCpu;
+
 typedef struct FoldState {
         StrPool names;
         U64Map roots;   /* comm pointer -> FoldNode* */
         U64Map threads; /* key -> FoldThread* */
+        U64Map cpus;    /* cpu -> FoldCpu* */
         FoldNode **all;
         size_t n_all;
-        /* Per CPU: the thread whose code the instructions after the last
-         * record belong to, and that record's time. */
-        U64Map last_thread; /* cpu -> FoldThread* */
-        U64Map last_tsc;    /* cpu -> tsc + 1 */
-        /* Per CPU: the weight of events seen before their thread's first
-         * branch, for the function that branch leaves. */
-        U64Map pending_weight; /* cpu -> weight */
 } FoldState;
 
 static int fold_begin(const DecodeFormatEnv *env, void **ret) {
@@ -317,9 +314,9 @@ static void fold_free(void *p) {
         }
         u64map_done(&s->threads);
         u64map_done(&s->roots);
-        u64map_done(&s->last_thread);
-        u64map_done(&s->last_tsc);
-        u64map_done(&s->pending_weight);
+        for (size_t i = 0; u64map_next(&s->cpus, &i, NULL, &v);)
+                free(v);
+        u64map_done(&s->cpus);
         strpool_done(&s->names);
         free(s);
 }
@@ -418,19 +415,22 @@ static int fold_push(const DecodeFormatEnv *env, DecodeFormatCache *c, FoldState
         return 0;
 }
 
-static uint64_t fold_weight(const DecodeFormatEnv *env, FoldState *s, uint32_t cpu, const DecodeRecord *r) {
+static uint64_t fold_weight(const DecodeFormatEnv *env, FoldCpu *fc, const DecodeRecord *r) {
         uint64_t prev, ns = 0;
+        bool had;
 
         if (env->opts->weight == DECODE_WEIGHT_INSN)
                 return r->ninsn;
         if (!(r->flags & DECODE_RECORD_HAS_TIME))
                 return 0;
-        prev = (uint64_t) (uintptr_t) u64map_get(&s->last_tsc, cpu);
-        (void) u64map_put(&s->last_tsc, cpu, (void *) (uintptr_t) (r->tsc + 1));
-        if (prev == 0 || r->tsc + 1 <= prev)
+        had = fc->has_last_tsc;
+        prev = fc->last_tsc;
+        fc->has_last_tsc = true;
+        fc->last_tsc = r->tsc;
+        if (!had || r->tsc <= prev)
                 return 0;
-        if (decode_clock_ticks_to_ns(env->clock, r->tsc + 1 - prev, &ns) < 0)
-                ns = r->tsc + 1 - prev;
+        if (decode_clock_ticks_to_ns(env->clock, r->tsc - prev, &ns) < 0)
+                ns = r->tsc - prev;
         return ns;
 }
 
@@ -438,11 +438,15 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
                         const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *b) {
         FoldState *s = state;
         FoldThread *t;
-        uint64_t w, pending;
+        FoldCpu *fc;
+        uint64_t w;
         int k;
 
         if (r->type == DECODE_RECORD_BLOCK)
                 return 0;
+        fc = u64map_get_or_new(&s->cpus, seg->cpu, sizeof(FoldCpu));
+        if (!fc)
+                return -ENOMEM;
 
         /* An event (a PSB, a CBR change, a PTWRITE...) carries the
          * instructions retired since the previous record like a branch does:
@@ -453,21 +457,18 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
          * by its first branch (an exec's COMM may come between the two), so
          * before that the weight waits for it. */
         if (r->type == DECODE_RECORD_EVENT) {
-                w = fold_weight(env, s, seg->cpu, r);
+                w = fold_weight(env, fc, r);
                 t = u64map_get(&s->threads, thread_key(env, seg->cpu, r->tid));
                 if (t)
                         t->cur->weight += w;
-                else if (w > 0 &&
-                         u64map_put(&s->pending_weight, seg->cpu,
-                                    (void *) (uintptr_t) ((uint64_t) (uintptr_t) u64map_get(&s->pending_weight,
-                                                                                            seg->cpu) + w)) < 0)
-                        return -ENOMEM;
+                else
+                        fc->pending_weight += w;
                 return 0;
         }
         t = fold_thread(env, s, seg, r);
         if (!t)
                 return -ENOMEM;
-        (void) u64map_put(&s->last_thread, seg->cpu, t);
+        fc->last_thread = t;
 
         /* The code before this record ran in the function we were in; if
          * we do not know it yet, the record's own address tells. */
@@ -476,12 +477,8 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
                 if (k < 0)
                         return k;
         }
-        w = fold_weight(env, s, seg->cpu, r);
-        pending = (uint64_t) (uintptr_t) u64map_get(&s->pending_weight, seg->cpu);
-        if (pending > 0) {
-                w += pending;
-                (void) u64map_put(&s->pending_weight, seg->cpu, NULL); /* an existing key: cannot fail */
-        }
+        w = fold_weight(env, fc, r) + fc->pending_weight;
+        fc->pending_weight = 0;
         t->cur->weight += w;
 
         if (r->type == DECODE_RECORD_ERROR) {
@@ -522,7 +519,8 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
 static int fold_segment_end(const DecodeFormatEnv *env, void *state, const DecodeSegmentResult *seg,
                             Buffer *b) {
         FoldState *s = state;
-        FoldThread *t = u64map_get(&s->last_thread, seg->cpu);
+        FoldCpu *fc = u64map_get(&s->cpus, seg->cpu);
+        FoldThread *t = fc ? fc->last_thread : NULL;
 
         /* Instructions after the segment's last record. */
         if (t && env->opts->weight == DECODE_WEIGHT_INSN)

@@ -103,6 +103,32 @@ int decode_attribution_trace_start(DecodeAttribution *a, const DecodeStart *st, 
         return 0;
 }
 
+/* Once this segment has shown a jump to __switch_to, threads change only
+ * there: a PSB+ between a switch's out record and that jump (Linux writes
+ * the record in prepare_task_switch(), before it) is still the old
+ * thread's. Before the segment's first jump the PSB's time picks the
+ * thread afresh, but not a switch in progress: no segment starts between
+ * a switch's two records (refuse_in_switch() in client/decode/decode.c),
+ * so this segment started before the out record, and the switch's jump,
+ * which it has not met, is still ahead. Until that jump the thread is the
+ * one the switch leaves, whose run ends at the out record (the jump then
+ * adopts the next run: adopt_next_switch(), first_switch()). Taking the
+ * next thread here made a segment starting before such a PSB disagree
+ * with one decoding through it from an earlier switch. */
+int decode_attribution_psb(DecodeAttribution *a) {
+        uint64_t t = decode_attribution_time(a), begin;
+        int32_t pid, tid;
+
+        if (a->seen_switch_to || !a->switch_ip_mode || t == DECODE_TIME_UNKNOWN ||
+            !decode_context_in_switch(a->ctx, a->cpu, t))
+                return decode_attribution_refresh(a, !a->seen_switch_to);
+        decode_attribution_thread_at(a, t, &pid, &tid, &begin, NULL);
+        if (begin == 0)
+                return decode_attribution_refresh(a, true);
+        decode_attribution_thread_at(a, begin - 1, &a->pid, &a->tid, &a->ctx_begin, &a->ctx_end);
+        return set_view(a, t);
+}
+
 int decode_attribution_overflow(DecodeAttribution *a, const DecodeStart *st) {
         a->in_user_region = false;
         /* Switches may have been lost with the packets: by time again; with

@@ -83,6 +83,8 @@ void decode_attribution_thread_after(const DecodeAttribution *a, const DecodeSta
 /* Tracing starts at ip (TIP.PGE); st is the start just read (starts_mode
  * only, else NULL). */
 int decode_attribution_trace_start(DecodeAttribution *a, const DecodeStart *st, uint64_t ip);
+/* A PSB+ restated the CR3 (libipt's asynchronous paging event). */
+int decode_attribution_psb(DecodeAttribution *a);
 /* An overflow: switches may have been lost with the packets. */
 int decode_attribution_overflow(DecodeAttribution *a, const DecodeStart *st);
 /* A jump or call to __switch_to; records[0, n) are the segment's so far,

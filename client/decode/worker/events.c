@@ -280,13 +280,8 @@ int seg_handle_event(SegState *s, const struct pt_event *ev) {
                 case ptev_tsx:
                         return handle_status(s, ev, ev->variant.tsx.ip, true);
                 case ptev_async_paging:
-                        /* PSB+ restates the CR3. Once this segment has
-                         * shown a jump to __switch_to, threads change only
-                         * there: a PSB+ between a switch's out record and
-                         * that jump (Linux writes the record in
-                         * prepare_task_switch(), before it) is still the
-                         * old thread's. */
-                        r = decode_attribution_refresh(&s->at, !s->at.seen_switch_to);
+                        /* PSB+ restates the CR3. */
+                        r = decode_attribution_psb(&s->at);
                         if (r < 0)
                                 return r;
                         return handle_status(s, ev, ev->variant.async_paging.ip, true);

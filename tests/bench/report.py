@@ -276,7 +276,10 @@ def decode_section(d, notes, headlines):
                      if f['group'] == 'memory' and fig_stats(f))
         if len(pts) >= 2 and pts[-1][0] > pts[0][0]:
             (t0, r0), (t1, r1) = pts[0], pts[-1]
-            at_gib = r1 + (r1 - r0) / (t1 - t0) * ((1 << 30) - t1)
+            # RSS that shrinks from the smaller bundle to the larger does
+            # not grow with the trace: the most any bundle took stands.
+            slope = max(0.0, (r1 - r0) / (t1 - t0))
+            at_gib = max(r for _, r in pts) + slope * ((1 << 30) - t1)
             headlines.append(('Decode: peak RSS for a 1 GiB trace, extrapolated from %s (%s RSS) and %s (%s), '
                               '`--jobs 2`' % (fmt_bytes(t0), fmt_kb(r0 / 1024), fmt_bytes(t1), fmt_kb(r1 / 1024)),
                               fmt_kb(at_gib / 1024), '< 1 GiB (issue 20)', at_gib < (1 << 30)))

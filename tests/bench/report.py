@@ -30,7 +30,7 @@ GOAL_CALLS_VS_BRANCHES = 1.5  # issue 20: --format=calls wall time / --format=br
 GOAL_PARALLEL_EFFICIENCY = 0.8  # issue 7
 GOAL_BLACKOUT_RATIO = 1.2  # issue 20: blackout per CPU vs memcpy of the same bytes
 GOAL_FREEZE_P99_64_US = 100.0  # issue 4: trigger to frozen, p99, 64 emulated CPUs
-GOAL_SIDEBAND_RATIO = 0.5  # issue 4: daemon CPU vs perf record at 1,000 fork+exec/s
+GOAL_SIDEBAND_RATIO = 2.0  # issue 20: the event loop's CPU vs perf record at 1,000 fork+exec/s
 GOAL_TRIGGER_P99_US = 200.0  # issue 8: BPF event to freeze, p99
 
 
@@ -593,11 +593,14 @@ def sideband_section(d, notes, headlines):
     if 1000 in mine and ref:
         x = mine[1000][1] / ref
         headlines.append(('Side-band: ptraced\'s event loop CPU / `perf record -e dummy -a --switch-events -o '
-                          '/dev/null`, 1,000 fork+exec/s asked', fmt_ratio(x), '≤ %.1f× (issue 4)' % GOAL_SIDEBAND_RATIO,
+                          '/dev/null`, 1,000 fork+exec/s asked', fmt_ratio(x), '≤ %.0f× (issue 20)' % GOAL_SIDEBAND_RATIO,
                           x <= GOAL_SIDEBAND_RATIO))
+        # Not a goal: the emulated PMU's threads stand in for the hardware
+        # (they follow the real side-band through a process model of their
+        # own and synthesize the trace), which costs ptraced nothing there.
         x = mine[1000][0] / ref
         headlines.append(('Side-band: the same with all of ptraced\'s threads (emulated PMU included)', fmt_ratio(x),
-                          '≤ %.1f× (issue 4)' % GOAL_SIDEBAND_RATIO, x <= GOAL_SIDEBAND_RATIO))
+                          'none: the emulated PMU stands in for hardware', None))
     for rate in sorted(mine):
         ref = perf_cpu.get(rate, {}).get('perf dummy')
         if rate and ref:

@@ -117,7 +117,8 @@ run 0 '"buffer_size": 65536' "$ptctl" --socket "$sock" status --json
 path=$("$ptctl" --socket "$sock" snapshot --reason latency) || fail "ptctl snapshot failed"
 [[ "$path" == "$tmp/bundles-main/"*.tar ]] || fail "ptctl snapshot printed '$path'"
 [ -f "$path" ] || fail "no bundle at $path"
-tar tf "$path" | grep -qx manifest.json || fail "$path has no manifest.json"
+tar tf "$path" > "$tmp/members" # not piped into grep -q: pipefail would see tar's SIGPIPE
+grep -qx manifest.json "$tmp/members" || fail "$path has no manifest.json"
 run 0 '"coalesced": false' "$ptctl" --socket "$sock" --json snapshot -r json-reason
 pending=$("$ptctl" --socket "$sock" snapshot -r no-wait --no-wait) || fail "snapshot --no-wait failed"
 [[ "$pending" =~ ^[0-9a-f]{32}$ ]] || fail "snapshot --no-wait printed '$pending'"

@@ -66,9 +66,13 @@ stop_daemon
 [ "$calls" -ge 500 ] || fail "eight bundles with fewer than 500 calls of bc in all: is the machine that loaded?"
 
 # libc's debug file is in the bundle, under its build-id, and info counts it.
-tar -tf "$bundle" | grep -q "^images/$id" || fail "libc ($id) is not in the bundle: $("$ptctl" info "$bundle" | grep -A3 Images:)"
-tar -tf "$bundle" | grep -q "^debug/$id" || fail "no debug/$id member in $(tar -tf "$bundle" | grep -c .)-member bundle"
-"$ptctl" info "$bundle" | grep -q "debug files" || fail "ptctl info does not mention the debug files"
+# The listings go to files first: with pipefail, `tar -t | grep -q` fails
+# whenever grep stops reading before tar has listed every member.
+tar -tf "$bundle" > "$tmp/members"
+"$ptctl" info "$bundle" > "$tmp/info"
+grep -q "^images/$id" "$tmp/members" || fail "libc ($id) is not in the bundle: $(grep -A3 Images: "$tmp/info")"
+grep -q "^debug/$id" "$tmp/members" || fail "no debug/$id member in $(grep -c . "$tmp/members")-member bundle"
+grep -q "debug files" "$tmp/info" || fail "ptctl info does not mention the debug files"
 
 echo "decoded elsewhere: $unnamed of $calls calls unnamed"
 [ $((unnamed * 100)) -le $((calls * 5)) ] || {

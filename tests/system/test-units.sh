@@ -125,10 +125,15 @@ for _ in $(seq 100); do grep -q "^Started" "$tmp/caps.log" && break; sleep 0.1; 
 grep -q "^Started" "$tmp/caps.log" || fail "ptraced does not start with the unit's capabilities: $(cat "$tmp/caps.log")"
 grep "CapBnd" "/proc/$daemon/status"
 path=$("$ptctl" --socket "$tmp/io.ptraced" snapshot -r caps) || fail "no snapshot with the unit's capabilities"
-if tar tf "$path" | grep -qx kallsyms.zst; then
+# Listed to a file: with pipefail, `tar tf | grep -q` fails whenever grep
+# stops reading before tar has listed every member.
+tar tf "$path" > "$tmp/members"
+if grep -qx kallsyms.zst "$tmp/members"; then
     tar xOf "$path" kallsyms.zst | zstd -dcq > "$tmp/kallsyms"
-elif tar tf "$path" | grep -qx kallsyms; then
+elif grep -qx kallsyms "$tmp/members"; then
     tar xOf "$path" kallsyms > "$tmp/kallsyms"
+else
+    fail "the bundle has no kallsyms member: $(tr '\n' ' ' < "$tmp/members")"
 fi
 if [ -s "$tmp/kallsyms" ]; then
     grep -qv '^0000000000000000 ' "$tmp/kallsyms" || fail "kallsyms in the bundle has no addresses (CAP_SYSLOG?)"

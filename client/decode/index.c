@@ -3,6 +3,7 @@
 #include <intel-pt.h>
 
 #include "client/decode/index.h"
+#include "client/decode/pool.h"
 #include "client/decode/pktsize.h"
 #include "client/decode/util.h"
 
@@ -379,9 +380,33 @@ static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
         return r;
 }
 
-int decode_index_new(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
-                     DecodeIndex **ret) {
+typedef struct IndexJobs {
+        DecodeIndex *idx;
+        const struct pt_config *base;
+} IndexJobs;
+
+static void *index_job(void *userdata, size_t worker, size_t job, int *ret_error) {
+        IndexJobs *j = userdata;
+        int r = index_cpu(&j->idx->cpus[job], j->base);
+
+        (void) worker;
+        if (r < 0) {
+                *ret_error = r;
+                return NULL;
+        }
+        return j; /* any pointer but NULL */
+}
+
+static void index_job_done(void *result) {
+        (void) result;
+}
+
+int decode_index_new_jobs(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
+                          size_t jobs, DecodeIndex **ret) {
         _cleanup_(decode_index_freep) DecodeIndex *idx = NULL;
+        _cleanup_(decode_pool_freep) DecodePool *pool = NULL;
+        IndexJobs j;
+        void *done;
         int r;
 
         idx = calloc(1, sizeof(*idx));
@@ -400,12 +425,25 @@ int decode_index_new(const DecodeInput *in, const struct pt_config *base, const 
                 *ci = (DecodeCpuIndex){
                         .cpu = t->cpu, .trace = i, .data = t->data, .size = t->size, .reclaimable = t->reclaimable
                 };
-                r = index_cpu(ci, base);
-                if (r < 0)
-                        return r;
         }
+        /* The CPUs' traces are independent: one job each, on up to jobs
+         * threads (with one, on this thread). */
+        j = (IndexJobs){ .idx = idx, .base = base };
+        r = decode_pool_new(MAX(MIN(jobs, idx->n_cpus), (size_t) 1), idx->n_cpus, idx->n_cpus, index_job,
+                            index_job_done, &j, &pool);
+        if (r < 0)
+                return r;
+        while ((r = decode_pool_next(pool, &done)) > 0)
+                ;
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(idx);
         return 0;
+}
+
+int decode_index_new(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
+                     DecodeIndex **ret) {
+        return decode_index_new_jobs(in, base, cpu_mask, n_mask, 1, ret);
 }
 
 size_t decode_cpu_index_psb_at(const DecodeCpuIndex *ci, uint64_t offset) {

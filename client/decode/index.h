@@ -72,6 +72,9 @@ struct pt_config;
  * the CPU and timing parameters (its begin/end are ignored). */
 int decode_index_new(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
                      DecodeIndex **ret);
+/* The same, the CPUs indexed on up to jobs threads at once. */
+int decode_index_new_jobs(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
+                          size_t jobs, DecodeIndex **ret);
 DecodeIndex *decode_index_free(DecodeIndex *idx);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeIndex *, decode_index_free);
 

@@ -68,5 +68,5 @@ int fast_blk_sync_forward(FastBlk *b);
 int fast_blk_next(FastBlk *b, struct pt_block *block);
 int fast_blk_event(FastBlk *b, struct pt_event *ev);
 struct pt_query_decoder *fast_blk_query(const FastBlk *b);
-bool fast_blk_block_class(const FastBlk *b, const struct pt_block *blk, DecodeInsnInfo *ret);
+const DecodeFlowClass *fast_blk_class(const FastBlk *b);
 void fast_blk_set_view(FastBlk *b, const DecodeView *v);

@@ -7,11 +7,11 @@
 # (issue 15). The decoder takes the address space the side-band gives
 # after the exec when the one the trace's time picks has no code at the IP
 # (decode_attribution_later_view() in client/decode/worker/attribution.c).
-# For 20 seeds of each configuration below, the branches equal ptsynth's
-# truth with --jobs 1, and the libipt decoder with --jobs 3 and small
-# segments gives the same bytes. Seeds 26, 39 and 43 of "kernel" and 3, 9,
-# 13, 18 and 20 of "kernel-procs" failed before with "no image ... that
-# mapping is not valid at this time".
+# For 20 seeds of the first two configurations below (5 of the third),
+# the branches equal ptsynth's truth with --jobs 1, and the libipt decoder
+# with --jobs 3 and small segments gives the same bytes. Seeds 26, 39 and 43 of "kernel" and 3, 9,
+# 13, 18 and 20 of "kernel-procs", and 26 of "kernel-psb5", failed before
+# with "no image ... that mapping is not valid at this time".
 #
 # Usage: test-decode-tsc-only.sh PTCTL PTSYNTH
 
@@ -29,15 +29,18 @@ fail() {
         failed=1
 }
 
-# name | first seed | ptsynth options
+# name | first seed | seeds | ptsynth options
 configs=(
-        "kernel|26|--kernel --timing tsc"
-        "kernel-procs|1|--kernel --timing tsc --cpus 2 --procs 6"
+        "kernel|26|20|--kernel --timing tsc"
+        "kernel-procs|1|20|--kernel --timing tsc --cpus 2 --procs 6"
+        # 64 KiB PSB periods: no PSB after the exec, the trace's end (the
+        # last AUX record) bounds when it ran.
+        "kernel-psb5|24|5|--kernel --timing tsc --psb-period 5"
 )
 
 for c in "${configs[@]}"; do
-        IFS='|' read -r name first opts <<<"$c"
-        for seed in $(seq "$first" $((first + 19))); do
+        IFS='|' read -r name first count opts <<<"$c"
+        for seed in $(seq "$first" $((first + count - 1))); do
                 id="$name seed $seed"
                 cases=$((cases + 1))
                 # shellcheck disable=SC2086

@@ -195,21 +195,23 @@ static int resolve_last(SegState *s) {
 }
 
 /* The perf time before which the code at the decoder's position ran: the
- * TSC of the first PSB+ at or after it, else the trace's end, else none. */
+ * TSC of the first PSB+ at or after it, else the end of the CPU's trace
+ * by the side-band (its last AUX record), else none (0: the code can be
+ * placed after nothing). Not the last timing packet's time
+ * (DecodeCpuIndex.last_tsc): code after it ran later. */
 static uint64_t next_timing_bound(SegState *s) {
         const DecodeCpuIndex *ci = s->ci;
-        uint64_t off;
+        uint64_t off, end;
         size_t i;
 
         if (!s->env->clock->has_conversion || seg_offset(s, &off) < 0)
-                return DECODE_TIME_INFINITY;
+                return 0;
         i = decode_cpu_index_psb_at(ci, off);
         i = i == SIZE_MAX ? 0 : ci->psbs[i].offset == off ? i : i + 1;
         for (; i < ci->n_psbs; i++)
                 if (ci->psbs[i].has_tsc)
                         return perf_tsc_to_time(&s->env->clock->conversion, ci->psbs[i].tsc);
-        return ci->has_last_tsc ? perf_tsc_to_time(&s->env->clock->conversion, ci->last_tsc)
-                                : DECODE_TIME_INFINITY;
+        return decode_context_trace_end(s->env->ctx, s->at.cpu, &end) >= 0 ? end : 0;
 }
 
 /* libipt found no code at the IP: a later address space of the process

@@ -323,6 +323,23 @@ typedef struct SidebandStats {
         uint64_t last_time;
 } SidebandStats;
 
+/* The processes check_sideband() has seen start: when their FORK came,
+ * whether their exec did. */
+typedef struct SeenProc {
+        uint32_t pid;
+        uint64_t fork_time;
+        bool exec;
+} SeenProc;
+
+static SeenProc *seen_proc(SeenProc *a, size_t *n, size_t max, uint32_t pid) {
+        for (size_t i = 0; i < *n; i++)
+                if (a[i].pid == pid)
+                        return &a[i];
+        ASSERT_TRUE(*n < max);
+        a[*n] = (SeenProc){ .pid = pid };
+        return &a[(*n)++];
+}
+
 /* The injected records parse, are in time order, and name synthetic pids;
  * a dying task's EXIT comes right before its last switch-out, which has no
  * preempt flag (Linux: perf_event_exit_task() in do_exit(), then
@@ -330,18 +347,23 @@ typedef struct SidebandStats {
  * switch-in of the thread it names, later, as Linux writes them around
  * the switch (perf_event_task_sched_out() in prepare_task_switch(),
  * perf_event_task_sched_in() in finish_task_switch()), never at one time
- * (split_switches counts those with time between); their executable mappings go into
- * `image` (the synthetic processes' addresses are unique across the
- * machine, so one image serves). */
+ * (split_switches counts those with time between); a process's exec (COMM
+ * exec, then its MMAP2s) comes after its FORK, later, from the process
+ * itself while it runs (between its switch-in and switch-out, as
+ * begin_new_exec() writes it), and its other threads' FORKs after that;
+ * their executable mappings go into `image` (the synthetic processes'
+ * addresses are unique across the machine, so one image serves). */
 static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image, SidebandStats *st) {
         PerfRecordStream s;
         const void *rec;
         size_t size;
         int k;
 
-        uint32_t exited_tid = 0, out_from = 0, out_to = 0;
+        uint32_t exited_tid = 0, out_from = 0, out_to = 0, running = 0;
         uint64_t out_time = 0;
         bool out_pending = false;
+        static SeenProc procs[8192];
+        size_t n_procs = 0;
 
         *st = (SidebandStats){};
         perf_record_stream_init(&s, b->data, b->size);
@@ -365,6 +387,11 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                 switch (r.type) {
                 case PERF_RECORD_FORK:
                         st->forks++;
+                        if (r.fork.pid == r.fork.tid)
+                                seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.fork.pid)->fork_time = r.sid.time;
+                        else if (!seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.fork.pid)->exec)
+                                test_fail("CPU %u: thread %" PRIu32 " of %" PRIu32 " forked before the exec", cpu,
+                                          r.fork.tid, r.fork.pid);
                         break;
                 case PERF_RECORD_EXIT:
                         st->exits++;
@@ -372,12 +399,24 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                         break;
                 case PERF_RECORD_COMM:
                         st->comms++;
-                        if (r.comm.exec)
+                        if (r.comm.exec) {
+                                SeenProc *p = seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.comm.pid);
+
                                 st->execs++;
+                                if (p->fork_time == 0 || p->fork_time >= r.sid.time)
+                                        test_fail("CPU %u: exec of %" PRIu32 " at %" PRIu64 ", not after its FORK "
+                                                  "(at %" PRIu64 ")", cpu, r.comm.pid, r.sid.time, p->fork_time);
+                                if (running != r.comm.pid || out_pending)
+                                        test_fail("CPU %u: exec of %" PRIu32 " while %" PRIu32 " runs", cpu,
+                                                  r.comm.pid, running);
+                                p->exec = true;
+                        }
                         break;
                 case PERF_RECORD_MMAP2:
                         st->mmaps++;
                         ASSERT_TRUE(r.mmap2.prot & PROT_EXEC);
+                        if (!seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.mmap2.pid)->exec)
+                                test_fail("CPU %u: MMAP2 of %" PRIu32 " before its exec", cpu, r.mmap2.pid);
                         if (r.mmap2.has_build_id && r.mmap2.build_id_size > 0)
                                 st->mmaps_build_id++;
                         if (image)
@@ -404,6 +443,7 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                                                   "time, %" PRIu64, cpu, out_from, out_to, out_time);
                                 st->split_switches++;
                                 out_pending = false;
+                                running = r.sid.tid;
                         }
                         break;
                 default:

@@ -220,6 +220,9 @@ typedef struct SimSlot {
 typedef struct SynProc {
         SynthProcess p;
         unsigned n_live;
+        /* Its COMM exec and MMAP2s are written: at the leader's first run
+         * (synthetic.c: syn_exec()); its other threads run after that. */
+        bool execed;
 } SynProc;
 
 typedef struct SynTask {

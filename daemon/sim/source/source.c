@@ -68,8 +68,11 @@
  * living 0.2-2 s each and replaced when they exit, scheduled in 50-400 µs
  * slices with idle periods. Their side-band goes through
  * pmu_sim_inject_sideband() as the kernel would write it: FORK (from
- * init), COMM exec, MMAP2 with build-ids of every executable segment,
- * SWITCH_CPU_WIDE out/in at the exact switch TSC, EXIT at the last
+ * init) when the process is created, then, when its leader first runs
+ * (after its switch-in, before its return to user space), COMM exec and
+ * MMAP2 with build-ids of every executable segment and its other
+ * threads' FORK (begin_new_exec() and mmap_region() write them during
+ * execve()), SWITCH_CPU_WIDE out/in around the switch, EXIT at the last
  * switch-out, the leader last. ITRACE_START comes from the emulated PMU
  * itself (pid 0 at enable, so every stream starts on the idle task). Their
  * pids are above any real pid_max (0x40000000 + CPU * 2^20).

@@ -67,7 +67,13 @@
  * emulated PMU spins for PmuSimOptions.ipi_latency_ns before the state
  * changes (sim_ipi_wait()), so the trace ends when the IPI lands, not when
  * it was sent. Generation comes on top of that: unlike the hardware, the
- * emulated DISABLE costs the time to synthesize what it publishes. With
+ * emulated DISABLE costs the time to synthesize what it publishes, and
+ * that time is taken out of the emulated timeline: the next CPU's DISABLE
+ * in a freeze lands as if the previous one had cost its IPI only
+ * (sim_disable_tsc()), and an ENABLE resumes the trace as long after the
+ * stop as the caller itself took, without the generation in between
+ * (sim_enable_tsc()), so a ring's bytes span the time they would at the
+ * rate on hardware (issue 14, item 3). With
  * PmuSimOptions.generation_budget_ns (the simulated source, whose
  * synthesizer costs about 20 ns of CPU per byte of trace) that time is
  * bounded per CPU by a budget proportional to the ring, with a floor and a
@@ -215,7 +221,12 @@ bool sim_tracing(const SimEvent *e) {
 }
 
 void sim_producer_start(SimEvent *e) {
-        e->gen_tsc = pmu_sim_tsc_now();
+        sim_producer_start_at(e, pmu_sim_tsc_now());
+}
+
+void sim_producer_start_at(SimEvent *e, uint64_t start) {
+        e->gen_tsc = start;
+        e->disable_stop_tsc = 0;
         e->due = 0;
         if (e->density <= 0)
                 e->density = sim_rate_density(e->sim);
@@ -374,8 +385,11 @@ void sim_producer_catch_up_to(SimEvent *e, uint64_t now) {
         }
         e->gen_tsc = now;
 
-        /* What generation costs here, for the next span's budget. */
+        /* What generation costs here, for the next span's budget; and
+         * the wall time it took, which the emulated timeline leaves out
+         * (sim_enable_tsc()). */
         spent = now_nsec(CLOCK_MONOTONIC) - started_ns;
+        __atomic_add_fetch(&s->generated_ticks, spent * (PMU_SIM_TSC_HZ / NSEC_PER_SEC), __ATOMIC_RELAXED);
         if (reached - from >= SIM_COST_MIN_TICKS) {
                 double cost = (double) spent / (double) (reached - from);
 
@@ -458,11 +472,45 @@ uint64_t sim_disable_tsc(SimEvent *e) {
         return MAX(stop, e->gen_tsc);
 }
 
-void sim_disable_done(SimEvent *e, uint64_t stop) {
+void sim_disable_done(SimEvent *e, uint64_t called, uint64_t generated_ticks, uint64_t stop) {
         PmuSim *s = e->sim;
 
+        e->disable_stop_tsc = stop;
+        e->disable_call_tsc = called;
+        e->disable_generated_ticks = generated_ticks;
         pthread_mutex_lock(&s->freeze_lock);
         s->last_disable_tsc = stop;
         s->last_disable_done_tsc = pmu_sim_tsc_now();
         pthread_mutex_unlock(&s->freeze_lock);
+}
+
+/* When an ENABLE's IPI lands in emulated time. The kernel's ENABLE and
+ * DISABLE are each an IPI to the event's CPU (perf_event_enable() and
+ * perf_event_disable() → event_function_call(), kernel/events/core.c),
+ * where pt_event_start() and pt_event_stop() (arch/x86/events/intel/pt.c)
+ * set and clear TraceEn: the CPU traces nothing between the two IPIs, and
+ * that gap is the caller's own time between its ioctls (a probe's two small
+ * copies, a snapshot's copy: microseconds to milliseconds). Here every
+ * DISABLE since (this event's and any other's: a freeze disables every CPU
+ * before it copies) also took the time to generate what it published,
+ * hundreds of ms a ring-full at 500 MB/s: had the trace resumed at the
+ * wall-clock ENABLE, each probe or snapshot would leave a gap that long in
+ * the trace, and a ring whose older part is from before it spans that much
+ * more time than its bytes at the rate, which is what the daemon measures
+ * as the rate (daemon/recorder/rates.c) and the lookback it shows. So the
+ * trace resumes as long after the DISABLE's stop as the caller took since
+ * calling it, less the wall time generation took meanwhile
+ * (PmuSim.generated_ticks): the emulator's work taken out of the
+ * emulated CPU's timeline, as if it had run on another machine. The time
+ * generation took is traced as what ran on the CPU then (the side-band
+ * says), the emulator's own threads among them (source/real.c). Never
+ * later than now, never before the DISABLE's stop. */
+uint64_t sim_enable_tsc(SimEvent *e) {
+        uint64_t now = pmu_sim_tsc_now(), since, hidden;
+
+        if (e->disable_stop_tsc == 0 || now <= e->disable_call_tsc)
+                return MAX(now, e->gen_tsc);
+        since = now - e->disable_call_tsc;
+        hidden = __atomic_load_n(&e->sim->generated_ticks, __ATOMIC_RELAXED) - e->disable_generated_ticks;
+        return MAX(MIN(e->disable_stop_tsc + (since > hidden ? since - hidden : 0), now), e->gen_tsc);
 }

@@ -1013,6 +1013,14 @@ static void test_generation_budget(void) {
         close_ev(b, &ev);
 }
 
+/* intel_pt// on CPUs 0..n-1, each enabled. */
+static void open_enabled(PmuBackend *b, Ev *ev, unsigned n, size_t aux_size) {
+        for (unsigned cpu = 0; cpu < n; cpu++) {
+                ASSERT_OK(open_pt(b, (int) cpu, "intel_pt//", &ev[cpu], aux_size));
+                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
+        }
+}
+
 /* A freeze disables CPU after CPU (daemon/recorder/freeze.c). On
  * hardware each DISABLE costs an IPI, so every CPU's trace ends within
  * microseconds of the others'; the emulator's DISABLE also generates the
@@ -1030,10 +1038,7 @@ static void test_freeze_stops_together(void) {
 
         t->delay_ns = 2 * NSEC_PER_MSEC;
         ASSERT_OK(pmu_sim_new(&o, &b));
-        for (unsigned cpu = 0; cpu < 2; cpu++) {
-                ASSERT_OK(open_pt(b, (int) cpu, "intel_pt//", &ev[cpu], 1 << 20));
-                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
-        }
+        open_enabled(b, ev, 2, 1 << 20);
         (void) poll(NULL, 0, 100);
         t0 = now_nsec(CLOCK_MONOTONIC);
         ASSERT_OK(pmu_backend_ioctl(b, ev[0].fd, PERF_EVENT_IOC_DISABLE, 0));
@@ -1080,10 +1085,7 @@ static void test_enable_resumes_after_stop(void) {
 
         t->delay_ns = 2 * NSEC_PER_MSEC;
         ASSERT_OK(pmu_sim_new(&o, &b));
-        for (unsigned cpu = 0; cpu < 2; cpu++) {
-                ASSERT_OK(open_pt(b, (int) cpu, "intel_pt//", &ev[cpu], 4 << 20));
-                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
-        }
+        open_enabled(b, ev, 2, 4 << 20);
         (void) poll(NULL, 0, 50);
 
         /* A freeze: every CPU disabled, then each enabled again. */

@@ -756,7 +756,9 @@ static void exec_ranges(pid_t pid, ExecRanges *ret) {
  * build next to other tests) a pinned process may get only runs too short
  * to trace in that time: up to four times. Then the child is killed.
  * Returns how many trace starts are inside the ranges. */
-static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats *ps) {
+/* Run the rig until trace starts (TIP.PGE) fall in x, a few times at most;
+ * how many did. */
+static uint64_t run_until_inside(Rig *r, const ExecRanges *x, PacketStats *ps) {
         uint64_t inside = 0;
 
         for (unsigned attempt = 0; attempt < 4 && inside == 0; attempt++) {
@@ -771,6 +773,12 @@ static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats 
                                         break;
                                 }
         }
+        return inside;
+}
+
+static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats *ps) {
+        uint64_t inside = run_until_inside(r, x, ps);
+
         (void)kill(child, SIGKILL);
         (void)waitpid(child, NULL, 0);
         return inside;
@@ -904,7 +912,7 @@ static void *own_spin(void *arg) {
  * rate (issue 14, item 3). Failed before: real_resolve() left our own pid
  * untraced, so no trace start fell in our code. */
 static void test_real_cpu_own_thread(void) {
-        uint64_t inside = 0;
+        uint64_t inside;
         PacketStats ps;
         ExecRanges x;
         pthread_t t;
@@ -916,18 +924,7 @@ static void test_real_cpu_own_thread(void) {
         ASSERT_TRUE(x.n > 0);
         own_spin_stop = false;
         ASSERT_EQ(pthread_create(&t, NULL, own_spin, NULL), 0);
-        for (unsigned attempt = 0; attempt < 4 && inside == 0; attempt++) {
-                rig_run(&r, 700, PIECE);
-                if (attempt > 0)
-                        packet_stats_done(&ps);
-                check_packets(&r.trace, &ps);
-                for (size_t i = 0; i < ps.n_pge_ips; i++)
-                        for (size_t k = 0; k < x.n; k++)
-                                if (ps.pge_ips[i] >= x.lo[k] && ps.pge_ips[i] < x.hi[k]) {
-                                        inside++;
-                                        break;
-                                }
-        }
+        inside = run_until_inside(&r, &x, &ps);
         own_spin_stop = true;
         ASSERT_EQ(pthread_join(t, NULL), 0);
         printf("real CPU 0, our own thread: %" PRIu64 " trace starts, %" PRIu64 " of them in our code\n", ps.pges,

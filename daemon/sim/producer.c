@@ -78,14 +78,16 @@
  * synthesizer costs about 20 ns of CPU per byte of trace) that time is
  * bounded per CPU by a budget proportional to the ring, with a floor and a
  * hard cap (sim_budget_ns(): 40 ns per byte of the ring, at least
- * generation_budget_ns, at most 0.5 s; stated in ptraced(8)): from the
+ * generation_budget_ns, at most 1 s; stated in ptraced(8)): from the
  * cost per tick measured at earlier spans, only the newest part of the
  * span the budget affords is generated and the time before passes without
  * trace, the stream ended and resumed around it (sim_budget()); a span
  * that still overruns twice the budget stops there. A CPU's generation so
- * takes at most 1 s (a 16 MiB ring at 500 MB/s: about 0.35 s on an idle
- * machine), not the seconds a long span would cost, while the side-band
- * rings the recorder cannot drain meanwhile fill up.
+ * takes at most 2 s (a 16 MiB ring at 500 MB/s: about 0.35 s of CPU, and
+ * 0.6 s of wall time when the generating thread shares its core with a
+ * busy process, as on a 2-core machine whose both CPUs are busy), not the
+ * seconds a long span would cost, while the side-band rings the recorder
+ * cannot drain meanwhile fill up.
  */
 
 #include <x86intrin.h>
@@ -117,9 +119,13 @@
  * wall time per byte of its ring, twice what the simulated source costs
  * (about 20 ns per byte, measured 2026-11-26), so that a ring-full fits;
  * never less than PmuSimOptions.generation_budget_ns, never more than
- * SIM_BUDGET_CAP_NS. */
+ * SIM_BUDGET_CAP_NS. The cap leaves the 40 ns per byte to rings up to
+ * 25 MiB: at 0.5 s a 16 MiB ring (Rate=500M, Lookback=20ms) got 30 ns per
+ * byte, less than it takes on a quiet 2-core machine whose CPUs both run
+ * busy code (32 ns to 40 ns of wall time per byte, measured 2026-11-26),
+ * so its ring never filled. */
 #define SIM_BUDGET_NS_PER_BYTE 40U
-#define SIM_BUDGET_CAP_NS (500 * NSEC_PER_MSEC)
+#define SIM_BUDGET_CAP_NS NSEC_PER_SEC
 /* DISABLEs this close together (TSC ticks from the end of one's generation
  * to the next) are one freeze (sim_disable_tsc()): the freeze loop's own
  * work between two DISABLEs, with room for a busy machine's preemption. */

@@ -117,6 +117,10 @@ struct PmuSim {
          * time and the TSC its generation ended at (sim_disable_tsc()). */
         pthread_mutex_t freeze_lock;
         uint64_t last_disable_tsc, last_disable_done_tsc;
+        /* The thread that did it, its CPU time and voluntary context
+         * switches then (sim_disable_tsc()). */
+        pthread_t last_disable_thread;
+        uint64_t last_disable_done_cpu_ns, last_disable_done_nvcsw;
         /* TSC ticks of wall time generation took, all events together
          * (sim_producer_catch_up_to()); atomic. */
         uint64_t generated_ticks;

@@ -90,6 +90,7 @@
  * cannot drain meanwhile fill up.
  */
 
+#include <sys/resource.h>
 #include <x86intrin.h>
 
 #include "common/basic/time-util.h"
@@ -466,14 +467,39 @@ void sim_produce_stop_at(SimEvent *e, uint64_t stop) {
  * stops there, as if its IPI had landed then, and the time after it is
  * tracing off (the real side-band goes on, as it does after any DISABLE).
  * Never before what was generated already (an event enabled since). */
+/* The calling thread's CPU time and voluntary context switches. */
+static void sim_thread_times(uint64_t *ret_cpu_ns, uint64_t *ret_nvcsw) {
+        struct timespec ts = {};
+        struct rusage ru = {};
+
+        (void) clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+        (void) getrusage(RUSAGE_THREAD, &ru);
+        *ret_cpu_ns = (uint64_t) ts.tv_sec * NSEC_PER_SEC + (uint64_t) ts.tv_nsec;
+        *ret_nvcsw = (uint64_t) ru.ru_nvcsw;
+}
+
 uint64_t sim_disable_tsc(SimEvent *e) {
         PmuSim *s = e->sim;
-        uint64_t now = pmu_sim_tsc_now(), stop = now;
+        uint64_t now = pmu_sim_tsc_now(), stop = now, cpu_ns, nvcsw;
 
+        sim_thread_times(&cpu_ns, &nvcsw);
         pthread_mutex_lock(&s->freeze_lock);
-        if (s->last_disable_done_tsc > 0 && now >= s->last_disable_done_tsc &&
-            now - s->last_disable_done_tsc <= SIM_FREEZE_GAP)
-                stop = s->last_disable_tsc + (now - s->last_disable_done_tsc);
+        if (s->last_disable_done_tsc > 0 && now >= s->last_disable_done_tsc) {
+                /* The same thread, which has not slept since: its own
+                 * time between the two is its CPU time. A thread that
+                 * just spent hundreds of ms generating is often preempted
+                 * right after (the scheduler's slice for the busy task it
+                 * kept waiting), which would part the CPUs' stops by
+                 * milliseconds that the hardware's DISABLE, an IPI, never
+                 * gives the scheduler a chance to add. */
+                if (pthread_equal(s->last_disable_thread, pthread_self()) && nvcsw == s->last_disable_done_nvcsw &&
+                    cpu_ns >= s->last_disable_done_cpu_ns)
+                        stop = s->last_disable_tsc +
+                               MIN((cpu_ns - s->last_disable_done_cpu_ns) * (PMU_SIM_TSC_HZ / NSEC_PER_SEC),
+                                   now - s->last_disable_done_tsc);
+                else if (now - s->last_disable_done_tsc <= SIM_FREEZE_GAP)
+                        stop = s->last_disable_tsc + (now - s->last_disable_done_tsc);
+        }
         pthread_mutex_unlock(&s->freeze_lock);
         return MAX(stop, e->gen_tsc);
 }
@@ -487,6 +513,8 @@ void sim_disable_done(SimEvent *e, uint64_t called, uint64_t generated_ticks, ui
         pthread_mutex_lock(&s->freeze_lock);
         s->last_disable_tsc = stop;
         s->last_disable_done_tsc = pmu_sim_tsc_now();
+        s->last_disable_thread = pthread_self();
+        sim_thread_times(&s->last_disable_done_cpu_ns, &s->last_disable_done_nvcsw);
         pthread_mutex_unlock(&s->freeze_lock);
 }
 

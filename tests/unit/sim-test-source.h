@@ -38,6 +38,11 @@ typedef struct SimTestSource {
         /* Each produce() call of a stream's running part takes this long:
          * a source as slow as the synthesizer. */
         uint64_t delay_ns;
+        /* The first produce() call of each CPU also takes this long, and
+         * says so through SimTraceSource.setup_ns: one-off work, as the
+         * simulated source's building of a process's address space. */
+        uint64_t setup_once_ns;
+        uint64_t setup_done_ns[4096];
 } SimTestSource;
 
 #define SIM_TEST_PSB_EVERY 4096

@@ -1013,6 +1013,42 @@ static void test_generation_budget(void) {
         close_ev(b, &ev);
 }
 
+/* A source's one-off work (the simulated source builds a process's
+ * address space at its first run: 0.3 s for node under ASan) is not what
+ * generation costs per tick. Counted in, the first span stopped after its
+ * first 1 ms step (over twice the budget), and its "cost" sized every
+ * later span to a millisecond (test-jit-node's node was traced for 1 ms
+ * per snapshot). Left out (SimTraceSource.setup_ns), the first span
+ * reaches the DISABLE and the next holds the newest ring-full. */
+static void test_generation_setup_not_cost(void) {
+        SimTestSource *t = sim_test_source_new();
+        _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+        const uint64_t rate = 64ULL << 20, budget = 20 * NSEC_PER_MSEC;
+        const size_t ring = 256 << 10;
+        PmuSimOptions o = { .n_cpus = 1, .bytes_per_sec = rate, .source = &t->base, .generation_budget_ns = budget };
+        Ev ev;
+
+        t->setup_once_ns = 100 * NSEC_PER_MSEC; /* over twice the budget, within the cap on top */
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, ring));
+        for (unsigned round = 0; round < 2; round++) {
+                uint64_t tsc_disabling;
+
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+                (void) poll(NULL, 0, 300);
+                tsc_disabling = pmu_sim_tsc_now();
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+                printf("round %u: generated up to %.1f ms before the DISABLE, %" PRIu64
+                       " bytes since the stream's start\n",
+                       round, t->last_until[0] >= tsc_disabling ? 0.0 :
+                       (double) (tsc_disabling - t->last_until[0]) / (PMU_SIM_TSC_HZ / 1000), t->since_start[0]);
+                ASSERT_TRUE(t->last_until[0] >= tsc_disabling);
+                /* An overflow's newest ring-full (and an eighth): not 1 ms. */
+                ASSERT_TRUE(t->since_start[0] >= ring * 3 / 4);
+        }
+        close_ev(b, &ev);
+}
+
 /* A freeze disables CPU after CPU (daemon/recorder/freeze.c). On
  * hardware each DISABLE costs an IPI, so every CPU's trace ends within
  * microseconds of the others'; the emulator's DISABLE also generates the
@@ -1060,5 +1096,5 @@ static void test_freeze_stops_together(void) {
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
           TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc),
           TEST(test_perf_clock), TEST(test_lazy_overflow), TEST(test_ipi_latency), TEST(test_broadwell_topa),
-          TEST(test_generation_budget), TEST(test_freeze_stops_together),
+          TEST(test_generation_budget), TEST(test_generation_setup_not_cost), TEST(test_freeze_stops_together),
           TEST(test_start_kinds), TEST(test_config_rules), TEST(test_exclusive), TEST(test_aux_records));

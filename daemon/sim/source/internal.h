@@ -278,6 +278,10 @@ typedef struct SimCpu {
          * it for its records' pid/tid on the thread that enables or
          * disables. */
         uint64_t sb_now;
+        /* Wall time this CPU's produce() calls spent building address
+         * spaces (real_resolve()), lock waits included: for
+         * SimTraceSource.setup_ns. Producer thread only. */
+        uint64_t setup_ns;
         SynthCpu sc;
         SynthThread *idle;
         Buffer out; /* synthesized, not taken: [out_head, out.size) */

@@ -21,6 +21,7 @@ static uint64_t next_boundary(const SimCpu *c, size_t from, uint32_t pid, uint32
 static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, uint32_t pid, uint32_t tid) {
         SimSlot *sl = NULL, *old = NULL;
         size_t at = SIZE_MAX;
+        nsec_t setup_started;
         bool short_run;
         SimAs *a;
         int r;
@@ -36,9 +37,11 @@ static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, ui
         short_run = next_boundary(c, idx + 1, pid, tid) - t < s->min_run;
         if (short_run && (c->ev[idx].kind != SIM_EV_CHANGE || !c->want))
                 return NULL;
+        setup_started = now_nsec(CLOCK_MONOTONIC);
         pthread_mutex_lock(&s->lock);
         a = sim_proc_version(s, pid, t);
         pthread_mutex_unlock(&s->lock);
+        c->setup_ns += now_nsec(CLOCK_MONOTONIC) - setup_started;
         if (!a)
                 return NULL;
         for (size_t i = 0; i < c->n_slots; i++)

@@ -205,6 +205,12 @@ static void sim_source_current(SimTraceSource *base, unsigned cpu, uint32_t *ret
         *ret_tid = (uint32_t)v;
 }
 
+static uint64_t sim_source_setup_ns(SimTraceSource *base, unsigned cpu) {
+        SimSource *s = (SimSource *)base;
+
+        return cpu < s->n_cpus ? s->cpus[cpu].setup_ns : 0;
+}
+
 static ssize_t null_produce(SimTraceSource *src, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
                             size_t max) {
         return 0;
@@ -312,6 +318,7 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
         pthread_mutex_init(&s->lock, NULL);
         s->base.produce = sim_source_produce;
         s->base.current = sim_source_current;
+        s->base.setup_ns = sim_source_setup_ns;
         s->base.free = source_free;
         s->base.userdata = s;
         s->n_cpus = opts->n_cpus;

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 #include "daemon/sideband/log.h"
 
 /* Records are stored back to back in chunks, each prefixed with its time
@@ -20,13 +22,69 @@ typedef struct Chunk {
         uint8_t data[CHUNK_SIZE];
 } Chunk;
 
+/* CPUs whose running task the log remembers; records of CPUs beyond are
+ * kept but not followed. */
+#define RUNNING_CPUS_MAX 8192U
+
 struct SidebandLog {
         Chunk *head, *tail; /* oldest first */
         uint64_t max_bytes;
         uint64_t bytes;     /* chunks held * CHUNK_SIZE */
         uint64_t records;
         uint64_t dropped_until;
+        /* What the dropped records said last, per CPU. */
+        SidebandRunning *dropped_running;
+        size_t n_dropped_running;
 };
+
+/* A record's word on who runs on its CPU from its time on: true, with
+ * *ret_cpu and *ret, for a CPU-wide context switch or an ITRACE_START. */
+static bool record_running(const void *rec, size_t size, uint64_t time, unsigned *ret_cpu, SidebandRunning *ret) {
+        PerfRecord r;
+
+        if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0 || !r.has_sample_id ||
+            !(r.sid.sample_type & PERF_SAMPLE_CPU) || r.sid.cpu >= RUNNING_CPUS_MAX)
+                return false;
+        if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && r.switch_.out)
+                *ret = (SidebandRunning){ true, r.switch_.next_prev_pid, r.switch_.next_prev_tid, time };
+        else if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && (r.sid.sample_type & PERF_SAMPLE_TID))
+                *ret = (SidebandRunning){ true, r.sid.pid, r.sid.tid, time };
+        else if (r.type == PERF_RECORD_ITRACE_START)
+                *ret = (SidebandRunning){ true, r.itrace_start.pid, r.itrace_start.tid, time };
+        else
+                return false;
+        *ret_cpu = r.sid.cpu;
+        return true;
+}
+
+/* Fold a chunk about to be dropped into dropped_running. Without memory
+ * for a new CPU's slot that CPU is not followed (its task then comes from
+ * the records kept only). */
+static void remember_running(SidebandLog *l, const Chunk *c) {
+        for (size_t off = 0; off < c->used;) {
+                SidebandRunning run;
+                unsigned cpu;
+                Entry e;
+
+                memcpy(&e, c->data + off, sizeof e);
+                if (record_running(c->data + off + sizeof e, e.size, e.time, &cpu, &run)) {
+                        if (cpu >= l->n_dropped_running) {
+                                size_t n = MAX((size_t) cpu + 1, l->n_dropped_running * 2);
+                                SidebandRunning *a = reallocarray(l->dropped_running, n, sizeof *a);
+
+                                if (a) {
+                                        memset(a + l->n_dropped_running, 0,
+                                               (n - l->n_dropped_running) * sizeof *a);
+                                        l->dropped_running = a;
+                                        l->n_dropped_running = n;
+                                }
+                        }
+                        if (cpu < l->n_dropped_running && run.since >= l->dropped_running[cpu].since)
+                                l->dropped_running[cpu] = run;
+                }
+                off += sizeof e + ALIGN_TO((size_t) e.size, (size_t) 8);
+        }
+}
 
 int sideband_log_new(uint64_t max_bytes, SidebandLog **ret) {
         SidebandLog *l;
@@ -44,6 +102,7 @@ int sideband_log_new(uint64_t max_bytes, SidebandLog **ret) {
 static void drop_head(SidebandLog *l) {
         Chunk *c = l->head;
 
+        remember_running(l, c);
         l->head = c->next;
         if (!l->head)
                 l->tail = NULL;
@@ -57,6 +116,7 @@ SidebandLog *sideband_log_free(SidebandLog *l) {
                 return NULL;
         while (l->head)
                 drop_head(l);
+        free(l->dropped_running);
         return mfree(l);
 }
 
@@ -153,6 +213,27 @@ int sideband_log_slice(SidebandLog *l, uint64_t t0, Buffer *out, uint64_t *ret_r
                 *ret_records = n;
         if (ret_complete)
                 *ret_complete = l->dropped_until < t0;
+        return 0;
+}
+
+int sideband_log_running_at(SidebandLog *l, uint64_t t0, SidebandRunning *ret, size_t n) {
+        memset(ret, 0, n * sizeof *ret);
+        if (l->dropped_running)
+                memcpy(ret, l->dropped_running, MIN(n, l->n_dropped_running) * sizeof *ret);
+        /* Chunks are in drain order, which is time order per CPU but may
+         * interleave CPUs: a record replaces another only when newer. */
+        for (Chunk *c = l->head; c; c = c->next)
+                for (size_t off = 0; off < c->used;) {
+                        SidebandRunning run;
+                        unsigned cpu;
+                        Entry e;
+
+                        memcpy(&e, c->data + off, sizeof e);
+                        if (e.time < t0 && record_running(c->data + off + sizeof e, e.size, e.time, &cpu, &run) &&
+                            cpu < n && run.since >= ret[cpu].since)
+                                ret[cpu] = run;
+                        off += sizeof e + ALIGN_TO((size_t) e.size, (size_t) 8);
+                }
         return 0;
 }
 

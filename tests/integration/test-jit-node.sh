@@ -21,12 +21,20 @@ node=$(command -v node || command -v nodejs || true)
 online=$(cat /sys/devices/system/cpu/online)
 n_real=$(( $(echo "$online" | tr ',' '\n' | sed 's/.*-//' | sort -n | tail -n1) + 1 ))
 
+# Many hot functions, all named $name_K: the emulated PMU's walk enters
+# node's JIT region at a function its perf map names, picked at random
+# among the few dozen there (V8's own code among them), and seldom leaves
+# the binary's code for it; with one hot function a snapshot saw it
+# about one time in three. The call trace must name one of ours.
 name=ptracedHot_$$_$RANDOM
-cat > "$tmp/hot.js" <<JS
-function $name(n) { let s = 0; for (let i = 0; i < n; i++) s = (s * 31 + i) | 0; return s; }
-let x = 0;
-for (;;) { x ^= $name(100000); }
-JS
+{
+    for k in $(seq 0 31); do
+        echo "function ${name}_$k(n) { let s = $k; for (let i = 0; i < n; i++) s = (s * 31 + i) | 0; return s; }"
+    done
+    echo "const hot = [$(seq -s, -f "${name}_%g" 0 31)];"
+    echo "let x = 0;"
+    echo "for (;;) { for (const f of hot) x ^= f(5000); }"
+} > "$tmp/hot.js"
 # --perf-prof writes jit-<pid>.dump into the working directory. Niced up:
 # on a machine busy with other tests node would run too little to be in
 # the (short) window the emulated PMU generates trace for.

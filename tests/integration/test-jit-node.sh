@@ -74,7 +74,14 @@ for attempt in 1 2 3 4 5 6 7 8; do
         "$(grep -c "$name" "/tmp/perf-$npid.map") lines of the perf map name it), trying again" >&2
     "$ptctl" decode --format=summary "$bundle" 2>&1 | grep -E '^total|error' | head -n 5 | sed 's/^/  /' >&2 || true
 done
-[ -n "$found" ] || fail "no snapshot's call trace names $name"
+if [ -z "$found" ]; then
+    # Where the hot functions are against the JIT regions the walk knew.
+    echo "the perf map's hot functions (first 5):" >&2
+    grep "$name" "/tmp/perf-$npid.map" | head -n 5 | sed 's/^/  /' >&2
+    "$ptctl" info "$bundle" 2>&1 | grep -A8 "JIT code" | sed 's/^/  /' >&2 || true
+    grep -E "^[0-9a-f]+-[0-9a-f]+ ..x" "/proc/$npid/maps" | grep -v " /" | sed 's/^/  exec anon: /' >&2 || true
+    fail "no snapshot's call trace names $name"
+fi
 echo "call trace names $name:"
 grep -m3 "$name" "$tmp/calls" | sed 's/^/  /'
 

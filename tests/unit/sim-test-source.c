@@ -49,8 +49,10 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimT
                         t->starts[cpu]++;
                         t->start_until[cpu] = until_tsc;
                         t->since_start[cpu] = 0;
-                } else
+                } else {
                         t->resumes[cpu]++;
+                        t->resume_until[cpu] = until_tsc;
+                }
                 t->stopped[cpu] = false;
         }
         if (t->delay_ns > 0) {

@@ -320,7 +320,6 @@ typedef struct SimCpu {
 struct SimSource {
         SimTraceSource base;
         unsigned n_cpus;
-        uint32_t self; /* our pid */
         uint64_t seed;
         uint64_t rate;  /* bytes per second */
         uint64_t floor; /* what timing packets cost with tracing off, bytes per second */

@@ -26,9 +26,14 @@ static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, ui
         SimAs *a;
         int r;
 
-        /* Our own threads are the simulation, not the machine's work:
-         * real hardware would barely see them. */
-        if (pid == 0 || tid == 0 || pid == UINT32_MAX || pid == s->self)
+        /* The idle task and what no record names. ptraced's own threads
+         * are traced like any process: a CPU-wide intel_pt event traces
+         * every task's user code, the recorder's own included (pt.c knows
+         * no exception for it), and here they are the emulator's work,
+         * which the trace must show as busy code at the rate, not as time
+         * without trace: a ring would span far more time than its bytes at
+         * the rate (issue 14, item 3; producer.c sim_enable_tsc()). */
+        if (pid == 0 || tid == 0 || pid == UINT32_MAX)
                 return NULL;
         /* Too short to show between the guards; but a change of pid's
          * mappings that leaves the traced run's version as it was (the

@@ -57,10 +57,13 @@
  *    Runs that cannot be traced get no trace (tracing off, as for idle):
  *    the idle task, kernel threads, processes unknown to the side-band or
  *    without a loadable executable mapping, runs too short to show between
- *    the guards (about 110 µs), and ptraced's own threads, which are the
- *    simulation rather than the machine's work. The simulation runs 400 µs
- *    behind the PMU's clock, so the records of a run's end are read before
- *    its trace must stop.
+ *    the guards (about 110 µs). ptraced's own threads are traced like any
+ *    other process, as a CPU-wide event traces the recorder's own code on
+ *    hardware: they are the emulator's work here, hundreds of ms of CPU
+ *    per ring-full generated, and as time without trace they made a ring
+ *    span far more time than its bytes at the rate (real.c,
+ *    real_resolve()). The simulation runs 400 µs behind the PMU's clock, so
+ *    the records of a run's end are read before its trace must stop.
  *
  * CPUs beyond this machine: synthetic processes of real programs of this
  * machine (bash, ls, perl... as ptsynth runs them; addresses from the
@@ -322,7 +325,6 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
         s->base.free = source_free;
         s->base.userdata = s;
         s->n_cpus = opts->n_cpus;
-        s->self = (uint32_t)getpid();
         s->seed = opts->seed;
         s->rate = opts->bytes_per_sec;
         s->epoch = 1;

@@ -81,7 +81,15 @@
 #define IDLE_CPU_NS NSEC_PER_SEC
 #define PRUNE_INTERVAL_NS (100 * NSEC_PER_MSEC)
 #define PRUNE_KEEP TICKS_US(1000000)
-#define BLOCKS_MAX 200000U
+/* Decoded blocks a CPU's cache holds before it is reset (sim_cpu_flush()):
+ * a block and its arrays take about 200 bytes, so 13 MiB per CPU. A walk
+ * through much code (ptraced's own libraries, traced like any process
+ * since real_resolve() stopped leaving them out; node's 100 MB binary)
+ * decodes new blocks without end: at 200,000 the two CPUs' caches grew
+ * by 80 MiB during test-memory-max's burst, more than its margin over a
+ * copy of the rings. Resets at this size did not slow test-lookback-sim's
+ * 500 MB/s per CPU (measured 2026-11-26). */
+#define BLOCKS_MAX 65536U
 #define TRACK_PAGES_MAX 256U
 
 /* How the emulated CPUs' speed follows a Rate= above SIM_MODEL_RATE_MAX

@@ -117,7 +117,8 @@
  * dropped), address-space versions per process (4), unused images (256),
  * relocation bindings (64), the model's tombstones and ended mappings
  * (dropped 1 s behind the slowest CPU, and by the ProcMap's limits), the
- * per-CPU time lines (64 Ki entries, then resynchronised). A block of a
+ * per-CPU time lines (64 Ki entries, then resynchronised), the decoded
+ * blocks per CPU (64 Ki, then the cache is reset: BLOCKS_MAX). A block of a
  * CPU's cache remembers the mapping, and so the address space, of its
  * last indirect destination, and blocks are keyed by image ids, which are
  * recycled: a retired address space keeps its struct and its array of

@@ -24,8 +24,9 @@ n_real=$(( $(echo "$online" | tr ',' '\n' | sed 's/.*-//' | sort -n | tail -n1) 
 # Many hot functions, all named $name_K: the emulated PMU's walk enters
 # node's JIT region at a function its perf map names, picked at random
 # among the few dozen there (V8's own code among them), and seldom leaves
-# the binary's code for it; with one hot function a snapshot saw it
-# about one time in three. The call trace must name one of ours.
+# the binary's code for it; with one hot function (1 of the region's 19)
+# an ASan run now and then needed all 8 snapshots (1 run in 18 here). The
+# call trace must name one of ours.
 name=ptracedHot_$$_$RANDOM
 {
     for k in $(seq 0 31); do

@@ -68,6 +68,22 @@ static void on_done(const SnapshotResult *r, void *userdata) {
                 fprintf(stderr, "snapshot failed: %s\n", strna(r->error_text));
 }
 
+/* Run the event loop for `ns`. */
+static void run_for(Manager *m, nsec_t ns) {
+        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < ns;)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+}
+
+/* One CPU past the real ones: emulated, its side-band only what a test
+ * injects. Skips on machines where that many emulated CPUs cost much. */
+static unsigned emulated_cpu(void) {
+        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF);
+
+        if (cpu > 15)
+                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        return cpu;
+}
+
 static void run_until(Manager *m, bool *flag) {
         for (int i = 0; i < 300 && !*flag; i++)
                 ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
@@ -243,7 +259,7 @@ static void test_late_sideband(void) {
         _cleanup_free_ char *err = NULL;
         static const uint8_t old_bytes[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, new_bytes[5] = { 0xe9, 1, 2, 3, 4 };
         const uint64_t poke_addr = 0xffffffff81234560ULL;
-        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        unsigned cpu;
         uint64_t lost = 0;
         bool frozen = false, poked = false;
         PtracedConfig c;
@@ -252,8 +268,7 @@ static void test_late_sideband(void) {
         const void *rec;
         size_t size, sb_size;
 
-        if (cpu > 15)
-                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        cpu = emulated_cpu();
         test_config(dir, &c);
         c.buffer_size = 64 * 1024;
         c.sideband_buffer_size = 16 * 1024;
@@ -265,8 +280,7 @@ static void test_late_sideband(void) {
         manager_set_snapshot_hook(m, on_frozen, &frozen);
         ASSERT_OK(manager_start(m, 0));
         /* Past WarmupSec=, so the trigger is taken. */
-        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
-                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        run_for(m, 200 * NSEC_PER_MSEC);
 
         /* The emulated CPU's tracking ring overflows just before the freeze:
          * records are lost and nothing says so yet. */
@@ -414,14 +428,13 @@ static void test_sideband_dropped(void) {
         _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
         _cleanup_buffer_ Buffer recs = BUFFER_NULL;
         _cleanup_free_ char *err = NULL, *losses = NULL;
-        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        unsigned cpu;
         char path[200];
         const BundleManifest *mf;
         PtracedConfig c;
         Done d = {};
 
-        if (cpu > 15)
-                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        cpu = emulated_cpu();
         test_config(dir, &c);
         c.buffer_size = 1 << 20; /* a window of about 125 ms at the emulated 8 MB/s */
         c.sideband_buffer_size = 4 << 20;
@@ -431,8 +444,7 @@ static void test_sideband_dropped(void) {
         ASSERT_OK(manager_new(&c, sim_test_backend_new(cpu + 1, 8 << 20, NULL), &m));
         ptraced_config_done(&c);
         ASSERT_OK(manager_start(m, 0));
-        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
-                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        run_for(m, 200 * NSEC_PER_MSEC);
 
         /* 2 MiB of mmaps within the window: twice what the log may hold. */
         memset(path, 'x', sizeof path - 1);
@@ -477,7 +489,7 @@ static void test_running_since_before_window(void) {
         _cleanup_buffer_ Buffer sw = BUFFER_NULL;
         _cleanup_free_ void *sb = NULL;
         _cleanup_free_ char *err = NULL;
-        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        unsigned cpu;
         uint64_t switched_at, named_at = 0;
         unsigned switches_seen = 0;
         PerfRecordStream st;
@@ -486,8 +498,7 @@ static void test_running_since_before_window(void) {
         PtracedConfig c;
         Done d = {};
 
-        if (cpu > 15)
-                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        cpu = emulated_cpu();
         test_config(dir, &c);
         c.buffer_size = 256 * 1024;
         c.image_max = 4096;
@@ -495,8 +506,7 @@ static void test_running_since_before_window(void) {
         ASSERT_OK(manager_new(&c, sim_test_backend_new(cpu + 1, 8 << 20, NULL), &m));
         ptraced_config_done(&c);
         ASSERT_OK(manager_start(m, 0));
-        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
-                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        run_for(m, 200 * NSEC_PER_MSEC);
 
         switched_at = now_nsec(CLOCK_MONOTONIC);
         PerfSampleId sid = { .pid = 4242, .tid = 4243, .time = switched_at, .cpu = cpu,
@@ -506,9 +516,7 @@ static void test_running_since_before_window(void) {
         /* Longer than the window: the switch falls before it. (This test
          * source's trace has no TSC, so the window is the side-band's
          * shortest, LOOKBACK_RETENTION_MIN_NSEC.) */
-        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC);
-             now_nsec(CLOCK_MONOTONIC) - t0 < LOOKBACK_RETENTION_MIN_NSEC + 300 * NSEC_PER_MSEC;)
-                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        run_for(m, LOOKBACK_RETENTION_MIN_NSEC + 300 * NSEC_PER_MSEC);
         manager_trigger(m, request("running", &d));
         run_until(m, &d.called);
         ASSERT_OK(d.error);

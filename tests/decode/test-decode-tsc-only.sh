@@ -19,15 +19,7 @@ set -u
 
 ptctl=$1
 ptsynth=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-cases=0
-
-fail() {
-        echo "FAIL: $*" >&2
-        failed=1
-}
+. "$(dirname "$0")/compare.sh"
 
 # name | first seed | seeds | ptsynth options
 configs=(

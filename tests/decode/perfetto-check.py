@@ -19,7 +19,10 @@ below), and checks:
   * with --calls FILE (`ptctl decode --format=calls --sort=time` of the same
     input and filters): per thread, the call slices, in order, have the
     names and depths of the calls' "->" lines;
-  * with --max-ratio R --trace-bytes N: the file is at most R times N bytes.
+  * with --max-packet-bytes B: the file is at most B bytes per TracePacket
+    on average (names interned, times as deltas: a slice's begin or end is
+    a packet of about 16 bytes); with --trace-bytes N the summary also
+    gives the file's size against the trace it decodes.
 
 Prints a one-line summary; exits 1 with the first problem.
 """
@@ -342,7 +345,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("trace")
     ap.add_argument("--calls")
-    ap.add_argument("--max-ratio", type=float)
+    ap.add_argument("--max-packet-bytes", type=float)
     ap.add_argument("--trace-bytes", type=int)
     ap.add_argument("--min-slices", type=int, default=1)
     a = ap.parse_args()
@@ -360,9 +363,8 @@ def main():
                         raise Bad(f"thread {tid}: call {j} is {w} in calls, {g} in the trace")
                 if len(want) != len(got):
                     raise Bad(f"thread {tid}: {len(want)} calls in calls, {len(got)} slices in the trace")
-        if a.max_ratio is not None:
-            if len(data) > a.max_ratio * a.trace_bytes:
-                raise Bad(f"{len(data)} bytes, more than {a.max_ratio} x the trace's {a.trace_bytes}")
+        if a.max_packet_bytes is not None and len(data) > a.max_packet_bytes * counts["packets"]:
+            raise Bad(f"{len(data)} bytes for {counts['packets']} packets, more than {a.max_packet_bytes} a packet")
     except Bad as e:
         print(f"FAIL: {a.trace}: {e}", file=sys.stderr)
         return 1

@@ -329,6 +329,13 @@ CALL_LINE = re.compile(r"^\S+ \[\d+\] .*/(-?\d+) (?:\[(\d+)\])?( *)-> (.+)$")
 CALL_SUFFIX = re.compile(r"(?: \[[a-z_]+\])?(?: \([^() ]+\))?$")
 
 
+# The stack's cap (DECODE_CALL_STACK_MAX, client/decode/format/stack.h): a
+# call past it is not tracked. calls still shows its line, at the cap's
+# depth; the trace has no slice for it (perfetto.c: a slice it could not
+# close), so those lines are not compared.
+STACK_MAX = 1024
+
+
 def read_calls(path):
     by_tid = {}
     for line in open(path, encoding="utf-8", errors="replace"):
@@ -337,6 +344,8 @@ def read_calls(path):
             continue
         tid = int(m.group(1))
         depth = int(m.group(2)) if m.group(2) else len(m.group(3)) // 2
+        if depth >= STACK_MAX:
+            continue
         by_tid.setdefault(tid, []).append((CALL_SUFFIX.sub("", m.group(4), count=1), depth))
     return by_tid
 

@@ -9,7 +9,6 @@
 #include "common/perf/record.h"
 #include "daemon/manager/intake.h"
 #include "daemon/sideband/lifetimes.h"
-#include "daemon/sideband/order.h"
 
 #define RESCAN_MIN_INTERVAL_NSEC (1 * NSEC_PER_SEC) /* /proc rescans after lost side-band, at most */
 #define LATE_MAX_BYTES (4U << 20) /* late records kept for bundles being dumped, at most */
@@ -17,6 +16,11 @@
  * than the expiry horizon: a ring read late may still hold records a few
  * rounds (ticks, watermark wakeups) older than what was read before it. */
 #define FOLD_MARGIN_NSEC (2 * NSEC_PER_SEC)
+/* A catch-up's list of the records it applies is kept for the next one up
+ * to this many entries (256 KiB); a longer one goes back to the kernel, so
+ * what the daemon holds between catch-ups is the log and the model, each
+ * under its cap, not the biggest catch-up so far (test-churn-soak). */
+#define FOLD_REFS_KEEP 8192U
 
 /* A late record as kept: its number in order of release, its time, then
  * the record. */
@@ -29,14 +33,14 @@ typedef struct LateEntry {
 
 struct SidebandIntake {
         ProcMap *procmap;
-        SidebandOrder *order; /* the records of one catch-up, sorted */
         SidebandLifetimes *lifetimes;
         SidebandLog *log;
         uint64_t latest;      /* newest record time */
         uint64_t horizon;     /* of the last expiry */
         uint64_t skip_before; /* this catch-up skips processes dead before this */
-        struct FoldRef *refs; /* this catch-up's records of the model's */
+        struct FoldRef *refs; /* this catch-up's records of the model's (mmap()ed) */
         size_t n_refs, allocated_refs;
+        uint32_t refs_seq;
         nsec_t last_rescan_at;
         bool rescan_pending; /* records were lost since the last rescan */
         uint64_t rescan_time;
@@ -58,9 +62,6 @@ int sideband_intake_new(ProcMap *procmap, uint64_t log_max_bytes, SidebandIntake
         if (!in)
                 return -ENOMEM;
         in->procmap = procmap;
-        k = sideband_order_new(&in->order);
-        if (k < 0)
-                return k;
         k = sideband_lifetimes_new(&in->lifetimes);
         if (k < 0)
                 return k;
@@ -71,12 +72,13 @@ int sideband_intake_new(ProcMap *procmap, uint64_t log_max_bytes, SidebandIntake
         return 0;
 }
 
+static void refs_release(SidebandIntake *in);
+
 SidebandIntake *sideband_intake_free(SidebandIntake *in) {
         if (!in)
                 return NULL;
-        sideband_order_free(in->order);
         sideband_lifetimes_free(in->lifetimes);
-        free(in->refs);
+        refs_release(in);
         sideband_log_free(in->log);
         buffer_done(&in->late);
         return mfree(in);
@@ -99,8 +101,57 @@ typedef struct FoldRef {
         const void *rec;
         uint64_t time;
         uint32_t size;
+        uint32_t seq; /* order in the log, for equal times */
         uint32_t pid; /* read in the first pass: the second touches no record it skips */
 } FoldRef;
+
+/* The list lives in its own mapping, grown with mremap() and unmapped when
+ * long (FOLD_REFS_KEEP): a long list from the heap could stay in the heap
+ * after free(), held until the next long one. */
+static void refs_release(SidebandIntake *in) {
+        if (in->refs)
+                (void) munmap(in->refs, in->allocated_refs * sizeof(FoldRef));
+        in->refs = NULL;
+        in->n_refs = in->allocated_refs = 0;
+}
+
+static int refs_grow(SidebandIntake *in) {
+        size_t n = MAX(2 * in->allocated_refs, (size_t) FOLD_REFS_KEEP);
+        void *p;
+
+        if (!in->refs)
+                p = mmap(NULL, n * sizeof(FoldRef), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        else
+                p = mremap(in->refs, in->allocated_refs * sizeof(FoldRef), n * sizeof(FoldRef), MREMAP_MAYMOVE);
+        if (p == MAP_FAILED)
+                return -ENOMEM;
+        in->refs = p;
+        in->allocated_refs = n;
+        return 0;
+}
+
+static int fold_ref_cmp(const void *a, const void *b) {
+        const FoldRef *x = a, *y = b;
+
+        if (x->time != y->time)
+                return x->time < y->time ? -1 : 1;
+        return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* A record of the model's, in time order. Malformed records (never
+ * expected from the kernel) are dropped. */
+static void fold(SidebandIntake *in, const void *rec, size_t size) {
+        PerfRecord r;
+        int k;
+
+        if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0) {
+                log_debug("Dropping a malformed side-band record");
+                return;
+        }
+        k = procmap_apply(in->procmap, &r);
+        if (k < 0 && k != -ENOBUFS)
+                log_debug_errno(k, "Process model refused a %s record: %m", perf_record_type_to_string(r.type));
+}
 
 /* A record the log hands over: the model's are noted (the first pass),
  * the lifetimes of the batch too, from the raw FORK and EXIT fields. */
@@ -125,46 +176,32 @@ static int on_consumed(const void *rec, size_t size, uint64_t time, void *userda
         case PERF_RECORD_COMM:
         case PERF_RECORD_MMAP:
         case PERF_RECORD_MMAP2:
-                if (in->n_refs == in->allocated_refs) {
-                        size_t n = MAX(2 * in->allocated_refs, (size_t) 4096);
-                        FoldRef *a = reallocarray(in->refs, n, sizeof(FoldRef));
-                        if (!a)
-                                return sideband_order_add(in->order, rec, size, 0); /* unsorted with the rest, never skipped */
-                        in->refs = a;
-                        in->allocated_refs = n;
+                if (in->n_refs == in->allocated_refs && refs_grow(in) < 0) {
+                        fold(in, rec, size); /* out of order, but never lost */
+                        return 0;
                 }
-                in->refs[in->n_refs++] = (FoldRef){
+                in->refs[in->n_refs] = (FoldRef){
                         .rec = rec,
                         .time = time,
                         .size = (uint32_t) size,
+                        .seq = in->refs_seq++,
                         .pid = sideband_record_pid(rec, size),
                 };
+                in->n_refs++;
                 return 0;
         default:
                 return 0;
         }
 }
 
-/* A record of the model's, in time order. Malformed records (never
- * expected from the kernel) are dropped. */
-static int on_fold(const void *rec, size_t size, uint64_t time, unsigned cpu, void *userdata) {
-        SidebandIntake *in = userdata;
-        PerfRecord r;
-        int k;
-
-        if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0) {
-                log_debug("Dropping a malformed side-band record");
-                return 0;
-        }
-        k = procmap_apply(in->procmap, &r);
-        if (k < 0 && k != -ENOBUFS)
-                log_debug_errno(k, "Process model refused a %s record: %m", perf_record_type_to_string(r.type));
-        return 0;
-}
-
 /* Apply the log's records not applied yet: all of them (until ==
  * UINT64_MAX), or those of the log's chunks older than until; skipping the
- * processes born and dead inside them before skip_before (0: none). */
+ * processes born and dead inside them before skip_before (0: none). The
+ * records are sorted where the log holds them, by time and, for equal
+ * times, in the order they were drained (what perf's ordered-events does
+ * with a flush, tools/perf/util/ordered-events.c): nothing is copied, so a
+ * catch-up needs a FoldRef per record on top of the log, not the log
+ * again. */
 static void catch_up(SidebandIntake *in, uint64_t until, uint64_t skip_before) {
         uint64_t dropped;
         int k;
@@ -174,11 +211,14 @@ static void catch_up(SidebandIntake *in, uint64_t until, uint64_t skip_before) {
         sideband_lifetimes_reset(in->lifetimes);
         in->skip_before = skip_before;
         in->n_refs = 0;
+        in->refs_seq = 0;
         k = sideband_log_consume(in->log, until, on_consumed, in);
         if (k < 0)
                 log_debug_errno(k, "Side-band records not applied to the process model: %m");
-        /* The second pass: what the lifetimes do not cover is sorted and
-         * applied; the rest is never parsed. */
+        /* The second pass: what the lifetimes do not cover is applied in
+         * time order; the rest is never parsed. */
+        if (in->n_refs > 1)
+                qsort(in->refs, in->n_refs, sizeof(FoldRef), fold_ref_cmp);
         for (size_t i = 0; i < in->n_refs; i++) {
                 const FoldRef *f = &in->refs[i];
 
@@ -186,11 +226,12 @@ static void catch_up(SidebandIntake *in, uint64_t until, uint64_t skip_before) {
                         in->stats.skipped++;
                         continue;
                 }
-                k = sideband_order_add(in->order, f->rec, f->size, 0);
-                if (k < 0)
-                        log_debug_errno(k, "Side-band record not applied to the process model: %m");
+                fold(in, f->rec, f->size);
         }
-        (void) sideband_order_release(in->order, true, on_fold, in);
+        if (in->allocated_refs > FOLD_REFS_KEEP)
+                refs_release(in);
+        in->n_refs = 0;
+        sideband_lifetimes_trim(in->lifetimes);
 
         dropped = sideband_log_take_unconsumed_dropped(in->log);
         if (dropped > 0) {
@@ -404,5 +445,6 @@ uint64_t sideband_intake_take_lost(SidebandIntake *in) {
 
 void sideband_intake_get_stats(SidebandIntake *in, SidebandIntakeStats *ret) {
         *ret = in->stats;
-        ret->bytes = sideband_log_bytes(in->log) + sideband_order_bytes(in->order);
+        ret->bytes = sideband_log_bytes(in->log) + sideband_log_spare_bytes(in->log) +
+                     in->allocated_refs * sizeof(FoldRef) + sideband_lifetimes_bytes(in->lifetimes);
 }

@@ -5,7 +5,7 @@
  * The side-band stage of the manager: every round drains the recorder's
  * tracking rings and keeps the records for bundles, raw, as they come
  * (daemon/sideband/log.h). The process model (daemon/procmap/procmap.h)
- * reads them from the log, in time order (daemon/sideband/order.h), only
+ * reads them from the log, sorted in place by time, only
  * when something needs it: a snapshot, a repair, the records' expiry, the
  * log running out of room; what lived and died between two expiries is
  * never applied (daemon/sideband/lifetimes.h). So draining costs about a
@@ -27,7 +27,7 @@ typedef struct SidebandIntakeStats {
         uint64_t aux_lost; /* the intel_pt events' rings: AUX/ITRACE_START records lost */
         uint64_t rescans;  /* repairs from /proc */
         uint64_t skipped;  /* records of processes born and dead between two expiries, never applied */
-        uint64_t bytes;    /* held: the log and records waiting for their round */
+        uint64_t bytes;    /* held: the log (with its spare chunks) and what a catch-up keeps for the next */
 } SidebandIntakeStats;
 
 /* procmap: the caller's, kept up to date from here on. log_max_bytes:

@@ -40,6 +40,21 @@ void sideband_lifetimes_reset(SidebandLifetimes *l) {
         l->n_used = 0;
 }
 
+/* A batch's table is kept for the next batch up to this many slots
+ * (320 KiB); a bigger one, from a long catch-up, is freed. */
+#define KEEP_SLOTS 8192U
+
+void sideband_lifetimes_trim(SidebandLifetimes *l) {
+        if (l->n_slots <= KEEP_SLOTS)
+                return;
+        l->slots = mfree(l->slots);
+        l->n_slots = l->n_used = 0;
+}
+
+size_t sideband_lifetimes_bytes(const SidebandLifetimes *l) {
+        return l->n_slots * sizeof(Life);
+}
+
 static Life *slot_find(const SidebandLifetimes *l, uint32_t pid) {
         size_t mask = l->n_slots - 1;
 

@@ -32,6 +32,10 @@ DEFINE_TRIVIAL_CLEANUP_FUNC(SidebandLifetimes *, sideband_lifetimes_free);
 
 /* Forget the previous batch (memory is kept). */
 void sideband_lifetimes_reset(SidebandLifetimes *l);
+/* Free the table when it is big: memory kept between batches stays small. */
+void sideband_lifetimes_trim(SidebandLifetimes *l);
+/* Memory the table holds. */
+size_t sideband_lifetimes_bytes(const SidebandLifetimes *l);
 /* A FORK or EXIT of the batch (type), at its time, with the fields both
  * records begin with (other types are ignored). */
 int sideband_lifetimes_add(SidebandLifetimes *l, uint32_t type, uint32_t pid, uint32_t ppid, uint32_t tid,

@@ -11,7 +11,6 @@
 
 #include <poll.h>
 
-#include "common/basic/fileio.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
 #include "daemon/manager/intake.h"
@@ -231,16 +230,6 @@ static void test_late_marks(void) {
         fixture_done(&f);
 }
 
-static uint64_t rss_anon(void) {
-        _cleanup_free_ char *s = NULL;
-        const char *p;
-
-        ASSERT_OK(read_full_file("/proc/self/status", 1 << 20, &s, NULL));
-        p = strstr(s, "RssAnon:");
-        ASSERT_NOT_NULL(p);
-        return strtoull(p + 8, NULL, 10) * 1024;
-}
-
 /* Bringing the model up from the log (a snapshot's flush) must not keep
  * memory in proportion to the records it read: what the daemon holds
  * between catch-ups is the log and the model, each under its cap. The
@@ -263,7 +252,7 @@ static void test_catch_up_keeps_no_copy(void) {
         name[0] = '/';
         name[sizeof name - 1] = 0;
         log0 = sideband_log_bytes(sideband_intake_log(f.intake));
-        rss0 = rss_anon();
+        rss0 = test_rss_anon();
         for (unsigned i = 0; i < n; i++) {
                 _cleanup_buffer_ Buffer b = BUFFER_NULL;
                 PerfSampleId sid = { .pid = 1000 + i, .tid = 1000 + i, .time = time++, .cpu = 63,
@@ -276,7 +265,7 @@ static void test_catch_up_keeps_no_copy(void) {
                         sideband_intake_drain(f.intake, f.rec, false);
         }
         sideband_intake_drain(f.intake, f.rec, true); /* the catch-up of all of them */
-        rss1 = rss_anon();
+        rss1 = test_rss_anon();
         sideband_intake_get_stats(f.intake, &st);
 
         uint64_t log = sideband_log_bytes(sideband_intake_log(f.intake)) - log0;

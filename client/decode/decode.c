@@ -254,6 +254,7 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
         DecodeSymbolizerOptions sopts = { .want_srcline = opts->srcline, .want_inline = opts->inlines };
         uint64_t ref_tsc, from = 0, to = UINT64_MAX, segment_size;
         struct pt_config *cfg;
+        size_t index_jobs;
         bool windowed;
         TraceFacts f;
         int r;
@@ -292,7 +293,14 @@ int decoder_new(const DecodeInput *in, const DecodeOptions *opts, Decoder **ret,
 
         cfg = &d->work.base_config;
         libipt_config(d, cfg);
-        r = decode_index_new(in, cfg, opts->cpu_mask, opts->n_cpu_mask, &d->index);
+        /* As many threads as the workers will have (run.c), the CPUs'
+         * traces indexed side by side. */
+        index_jobs = opts->jobs;
+        if (index_jobs == 0) {
+                long n = sysconf(_SC_NPROCESSORS_ONLN);
+                index_jobs = n > 0 ? (size_t) n : 1;
+        }
+        r = decode_index_new_jobs(in, cfg, opts->cpu_mask, opts->n_cpu_mask, index_jobs, &d->index);
         if (r < 0)
                 return r;
         if (opts->cpu_mask && d->index->n_cpus == 0)

@@ -11,7 +11,8 @@
  *                   threads, results in job order), insn.h (Zydis),
  *                   options.h (what the caller asks), clock.h (TSC and
  *                   perf time), errata.h (which errata libipt works
- *                   around, for CPUs newer than libipt too)
+ *                   around, for CPUs newer than libipt too), pktsize.h
+ *                   (the common packets' sizes, for whole-trace walks)
  *   1  input        input/: DecodeInput from raw options, bundles, perf.data
  *   2  trace facts  context.h (side-band: threads on CPUs, address spaces
  *                   over time), index.h (PSB index per CPU -> the segment

@@ -3,6 +3,8 @@
 #include <intel-pt.h>
 
 #include "client/decode/index.h"
+#include "client/decode/pool.h"
+#include "client/decode/pktsize.h"
 #include "client/decode/util.h"
 
 /* A PSB+ is a handful of packets; more means the stream is not what it
@@ -200,27 +202,70 @@ static bool packet_is_timing(enum pt_packet_type t) {
         }
 }
 
+/* The walk of scan_tracing_state(): the packets as libipt's packet
+ * decoder reads them, the common ones read here (decode_pkt_size()),
+ * the rest by libipt. *sync is where the decoder last synchronized, so
+ * that a failed packet leaves libipt's decoder as a walk with libipt
+ * alone would (pt_pkt_sync_forward() starts its search from there). */
+static int next_packet(const DecodeCpuIndex *ci, struct pt_packet_decoder *dec, uint64_t sync, uint64_t *off,
+                       struct pt_packet *pkt) {
+        const uint8_t *data = ci->data;
+        enum pt_packet_type type;
+        size_t n;
+        int r;
+
+        n = decode_pkt_size(data + *off, data + ci->size, &type);
+        if (n > 0) {
+                pkt->type = type;
+                *off += n;
+                return (int) n;
+        }
+        if (pt_pkt_sync_set(dec, *off) < 0)
+                return -pte_internal;
+        r = pt_pkt_next(dec, pkt, sizeof(*pkt));
+        if (r >= 0) {
+                *off += (uint64_t) r;
+                return r;
+        }
+        if (r == -pte_eos || *off == sync)
+                return r;
+        /* Again with libipt alone from where it synchronized, to fail in
+         * the same state. */
+        if (pt_pkt_sync_set(dec, sync) < 0)
+                return r;
+        for (;;) {
+                uint64_t at = 0;
+                struct pt_packet p;
+
+                if (pt_pkt_get_offset(dec, &at) < 0 || at >= *off)
+                        break;
+                if (pt_pkt_next(dec, &p, sizeof(p)) < 0)
+                        break;
+        }
+        return r;
+}
+
 static void scan_tracing_state(DecodeCpuIndex *ci, struct pt_packet_decoder *dec) {
         TraceState state = TRACE_UNKNOWN;
         bool ovf_pending = false, off_fup = false;
         size_t next = 0, off_first = SIZE_MAX; /* PSBs since tracing went off */
-        uint64_t released = 0;
+        uint64_t released = 0, pos = ci->psbs[0].offset, sync = pos;
 
-        if (pt_pkt_sync_set(dec, ci->psbs[0].offset) < 0)
+        if (pt_pkt_sync_set(dec, pos) < 0)
                 return;
         while (next < ci->n_psbs) {
                 struct pt_packet pkt;
-                uint64_t off = 0;
+                uint64_t off = pos;
                 int r;
 
-                (void) pt_pkt_get_offset(dec, &off);
-                r = pt_pkt_next(dec, &pkt, sizeof(pkt));
+                r = next_packet(ci, dec, sync, &pos, &pkt);
                 if (r < 0) {
                         /* libipt reports the error and synchronizes at the next PSB. */
                         state = TRACE_UNKNOWN;
                         ovf_pending = false;
-                        if (r == -pte_eos || pt_pkt_sync_forward(dec) < 0)
+                        if (r == -pte_eos || pt_pkt_sync_forward(dec) < 0 || pt_pkt_get_offset(dec, &pos) < 0)
                                 return;
+                        sync = pos;
                         continue;
                 }
                 if (ovf_pending && packet_is_timing(pkt.type))
@@ -267,6 +312,7 @@ static void scan_tracing_state(DecodeCpuIndex *ci, struct pt_packet_decoder *dec
                         }
                         if (pt_pkt_sync_set(dec, p->end) < 0)
                                 return;
+                        pos = sync = p->end;
                         break;
                 }
                 case ppt_tip_pge:
@@ -334,9 +380,33 @@ static int index_cpu(DecodeCpuIndex *ci, const struct pt_config *base) {
         return r;
 }
 
-int decode_index_new(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
-                     DecodeIndex **ret) {
+typedef struct IndexJobs {
+        DecodeIndex *idx;
+        const struct pt_config *base;
+} IndexJobs;
+
+static void *index_job(void *userdata, size_t worker, size_t job, int *ret_error) {
+        IndexJobs *j = userdata;
+        int r = index_cpu(&j->idx->cpus[job], j->base);
+
+        (void) worker;
+        if (r < 0) {
+                *ret_error = r;
+                return NULL;
+        }
+        return j; /* any pointer but NULL */
+}
+
+static void index_job_done(void *result) {
+        (void) result;
+}
+
+int decode_index_new_jobs(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
+                          size_t jobs, DecodeIndex **ret) {
         _cleanup_(decode_index_freep) DecodeIndex *idx = NULL;
+        _cleanup_(decode_pool_freep) DecodePool *pool = NULL;
+        IndexJobs j;
+        void *done;
         int r;
 
         idx = calloc(1, sizeof(*idx));
@@ -355,12 +425,25 @@ int decode_index_new(const DecodeInput *in, const struct pt_config *base, const 
                 *ci = (DecodeCpuIndex){
                         .cpu = t->cpu, .trace = i, .data = t->data, .size = t->size, .reclaimable = t->reclaimable
                 };
-                r = index_cpu(ci, base);
-                if (r < 0)
-                        return r;
         }
+        /* The CPUs' traces are independent: one job each, on up to jobs
+         * threads (with one, on this thread). */
+        j = (IndexJobs){ .idx = idx, .base = base };
+        r = decode_pool_new(MAX(MIN(jobs, idx->n_cpus), (size_t) 1), idx->n_cpus, idx->n_cpus, index_job,
+                            index_job_done, &j, &pool);
+        if (r < 0)
+                return r;
+        while ((r = decode_pool_next(pool, &done)) > 0)
+                ;
+        if (r < 0)
+                return r;
         *ret = TAKE_PTR(idx);
         return 0;
+}
+
+int decode_index_new(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
+                     DecodeIndex **ret) {
+        return decode_index_new_jobs(in, base, cpu_mask, n_mask, 1, ret);
 }
 
 size_t decode_cpu_index_psb_at(const DecodeCpuIndex *ci, uint64_t offset) {

@@ -4,10 +4,13 @@
 /*
  * The PSB index: where every PSB of a CPU's trace is, what its PSB+ says
  * (TSC, whether tracing was on), found with libipt's packet decoder
- * (pt_pkt_sync_forward + pt_pkt_next over the PSB+ only, never the whole
- * stream). It lets --last/--time pick the tail of a ring without decoding
- * the rest, and it cuts each CPU's stream into segments that decode
- * independently on worker threads.
+ * (pt_pkt_sync_forward + pt_pkt_next over the PSB+), and whether tracing
+ * is on at each PSB as a decoder from before has it: one walk of every
+ * packet, which reads the common packets itself (pktsize.h) and asks
+ * libipt for the rest. Each CPU is indexed on its own, the CPUs side by
+ * side (decode_index_new_jobs()). It lets --last/--time pick the tail of
+ * a ring without decoding the rest, and it cuts each CPU's stream into
+ * segments that decode independently on worker threads.
  *
  * Segment boundaries sit only at "clean" PSBs, whose PSB+ has MODE.Exec
  * (the new segment's decoder learns the execution mode there) and where
@@ -72,6 +75,9 @@ struct pt_config;
  * the CPU and timing parameters (its begin/end are ignored). */
 int decode_index_new(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
                      DecodeIndex **ret);
+/* The same, the CPUs indexed on up to jobs threads at once. */
+int decode_index_new_jobs(const DecodeInput *in, const struct pt_config *base, const bool *cpu_mask, size_t n_mask,
+                          size_t jobs, DecodeIndex **ret);
 DecodeIndex *decode_index_free(DecodeIndex *idx);
 DEFINE_TRIVIAL_CLEANUP_FUNC(DecodeIndex *, decode_index_free);
 

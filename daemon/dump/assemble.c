@@ -304,6 +304,47 @@ static uint64_t snapshot_window_start(const RecorderSnapshot *s, const PerfTscCo
         return t0 > DUMP_WINDOW_MARGIN_NSEC ? t0 - DUMP_WINDOW_MARGIN_NSEC : 0;
 }
 
+/* Who runs on each traced CPU at t0, as an ITRACE_START at t0 (id 0, as
+ * perf's synthesized records: evlist__event2evsel() gives them the first
+ * event). The kernel writes one when the intel_pt event starts
+ * (perf_log_itrace_start() names current) and then only context switches
+ * tell; a task that switched in before the window's oldest record, and
+ * ran on since (a busy loop, an isolated CPU), would otherwise be known to
+ * no decoder: perf's intel_pt_process_itrace_start() sets the CPU's
+ * current tid from it, as ptctl does, where perf had no thread and failed
+ * to read any instruction. */
+static int synthesize_running(const DumpSources *src, const RecorderSnapshot *s, uint64_t t0, Buffer *out) {
+        _cleanup_free_ SidebandRunning *run = NULL;
+        unsigned n = 0;
+        int k;
+
+        for (size_t i = 0; i < s->n_cpus; i++)
+                n = MAX(n, s->cpus[i].cpu + 1);
+        if (n == 0)
+                return 0;
+        run = calloc(n, sizeof *run);
+        if (!run)
+                return -ENOMEM;
+        k = sideband_log_running_at(src->sideband, t0, run, n);
+        if (k < 0)
+                return k;
+        for (size_t i = 0; i < s->n_cpus; i++) {
+                const SidebandRunning *r = &run[s->cpus[i].cpu];
+                PerfSampleId sid = { .pid = r->pid,
+                                     .tid = r->tid,
+                                     .time = t0,
+                                     .cpu = s->cpus[i].cpu,
+                                     .sample_type = PTRACED_SAMPLE_TYPE };
+
+                if (!r->known)
+                        continue;
+                k = perf_record_append_itrace_start(out, r->pid, r->tid, &sid);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
 /* ---- the job ---- */
 
 int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, TriggerRequest *first,
@@ -336,10 +377,13 @@ int dump_job_assemble(const DumpSettings *settings, const DumpSources *src, Trig
         k = procmap_synthesize(src->procmap, t0, t1, &j->sideband);
         if (k < 0)
                 return k;
+        k = synthesize_running(src, s, t0, &j->sideband);
+        if (k < 0)
+                return k;
         k = sideband_log_slice(src->sideband, t0, &j->sideband, &n, &complete);
         if (k < 0)
                 return k;
-        j->sideband_records = n;
+        j->sideband_records = n; /* from the kernel: synthesized state not counted */
         j->sideband_dropped_until = complete ? 0 : MAX(sideband_log_dropped_until(src->sideband), (uint64_t) 1);
         j->sideband_lost = src->sideband_lost;
 

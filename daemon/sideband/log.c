@@ -2,6 +2,8 @@
 
 #include <sys/mman.h>
 
+#include "common/perf/attr.h"
+#include "common/perf/record.h"
 #include "daemon/sideband/log.h"
 
 /* Records are stored back to back in chunks, each prefixed with its time
@@ -23,6 +25,10 @@ typedef struct Chunk {
         uint8_t data[CHUNK_SIZE];
 } Chunk;
 
+/* CPUs whose running task the log remembers; records of CPUs beyond are
+ * kept but not followed. */
+#define RUNNING_CPUS_MAX 8192U
+
 struct SidebandLog {
         Chunk *head, *tail; /* oldest first */
         /* Dropped chunks kept for the next appends (linked by `next`): in
@@ -43,7 +49,59 @@ struct SidebandLog {
         uint64_t bytes;     /* chunks held * CHUNK_SIZE */
         uint64_t records;
         uint64_t dropped_until;
+        /* What the dropped records said last, per CPU. */
+        SidebandRunning *dropped_running;
+        size_t n_dropped_running;
 };
+
+/* A record's word on who runs on its CPU from its time on: true, with
+ * *ret_cpu and *ret, for a CPU-wide context switch or an ITRACE_START. */
+static bool record_running(const void *rec, size_t size, uint64_t time, unsigned *ret_cpu, SidebandRunning *ret) {
+        PerfRecord r;
+
+        if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0 || !r.has_sample_id ||
+            !(r.sid.sample_type & PERF_SAMPLE_CPU) || r.sid.cpu >= RUNNING_CPUS_MAX)
+                return false;
+        if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && r.switch_.out)
+                *ret = (SidebandRunning){ true, r.switch_.next_prev_pid, r.switch_.next_prev_tid, time };
+        else if (r.type == PERF_RECORD_SWITCH_CPU_WIDE && (r.sid.sample_type & PERF_SAMPLE_TID))
+                *ret = (SidebandRunning){ true, r.sid.pid, r.sid.tid, time };
+        else if (r.type == PERF_RECORD_ITRACE_START)
+                *ret = (SidebandRunning){ true, r.itrace_start.pid, r.itrace_start.tid, time };
+        else
+                return false;
+        *ret_cpu = r.sid.cpu;
+        return true;
+}
+
+/* Fold a chunk about to be dropped into dropped_running. Without memory
+ * for a new CPU's slot that CPU is not followed (its task then comes from
+ * the records kept only). */
+static void remember_running(SidebandLog *l, const Chunk *c) {
+        for (size_t off = 0; off < c->used;) {
+                SidebandRunning run;
+                unsigned cpu;
+                Entry e;
+
+                memcpy(&e, c->data + off, sizeof e);
+                if (record_running(c->data + off + sizeof e, e.size, e.time, &cpu, &run)) {
+                        if (cpu >= l->n_dropped_running) {
+                                size_t n = MAX((size_t) cpu + 1, l->n_dropped_running * 2);
+                                SidebandRunning *a = reallocarray(l->dropped_running, n, sizeof *a);
+
+                                if (a) {
+                                        memset(a + l->n_dropped_running, 0,
+                                               (n - l->n_dropped_running) * sizeof *a);
+                                        l->dropped_running = a;
+                                        l->n_dropped_running = n;
+                                }
+                        }
+                        if (cpu < l->n_dropped_running && run.since >= l->dropped_running[cpu].since)
+                                l->dropped_running[cpu] = run;
+                }
+                off += sizeof e + ALIGN_TO((size_t) e.size, (size_t) 8);
+        }
+}
 
 int sideband_log_new(uint64_t max_bytes, SidebandLog **ret) {
         SidebandLog *l;
@@ -79,6 +137,7 @@ static void drop_head(SidebandLog *l) {
         size_t from = l->cursor == c ? l->cursor_off : 0;
         uint64_t n = 0;
 
+        remember_running(l, c);
         if (l->cursor == c || !l->cursor) {
                 /* The consumer has not read all of it: count what it misses. */
                 for (size_t off = 0; off < c->used;) {
@@ -118,10 +177,16 @@ static Chunk *take_spare(SidebandLog *l) {
 SidebandLog *sideband_log_free(SidebandLog *l) {
         if (!l)
                 return NULL;
-        while (l->head)
-                drop_head(l);
+        /* Not drop_head(): nothing will ask who ran, or read, any more. */
+        while (l->head) {
+                Chunk *c = l->head;
+
+                l->head = c->next;
+                chunk_free(c);
+        }
         for (Chunk *c; (c = take_spare(l));)
                 chunk_free(c);
+        free(l->dropped_running);
         return mfree(l);
 }
 
@@ -262,6 +327,27 @@ int sideband_log_slice(SidebandLog *l, uint64_t t0, Buffer *out, uint64_t *ret_r
                 *ret_records = n;
         if (ret_complete)
                 *ret_complete = l->dropped_until < t0;
+        return 0;
+}
+
+int sideband_log_running_at(SidebandLog *l, uint64_t t0, SidebandRunning *ret, size_t n) {
+        memset(ret, 0, n * sizeof *ret);
+        if (l->dropped_running)
+                memcpy(ret, l->dropped_running, MIN(n, l->n_dropped_running) * sizeof *ret);
+        /* Chunks are in drain order, which is time order per CPU but may
+         * interleave CPUs: a record replaces another only when newer. */
+        for (Chunk *c = l->head; c; c = c->next)
+                for (size_t off = 0; off < c->used;) {
+                        SidebandRunning run;
+                        unsigned cpu;
+                        Entry e;
+
+                        memcpy(&e, c->data + off, sizeof e);
+                        if (e.time < t0 && record_running(c->data + off + sizeof e, e.size, e.time, &cpu, &run) &&
+                            cpu < n && run.since >= ret[cpu].since)
+                                ret[cpu] = run;
+                        off += sizeof e + ALIGN_TO((size_t) e.size, (size_t) 8);
+                }
         return 0;
 }
 

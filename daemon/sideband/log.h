@@ -12,6 +12,12 @@
  *
  * Records arrive per CPU in time order but CPUs interleave, so a slice is
  * sorted by time (stable: records with equal times keep drain order).
+ *
+ * Who runs on each CPU is known from its context switches and
+ * ITRACE_START; a task alone on its CPU (a busy loop, an isolated CPU) may
+ * have switched in long before the oldest record kept, so the log
+ * remembers, per CPU, what the records it dropped said last
+ * (sideband_log_running_at()).
  */
 
 #include "common/basic/buffer.h"
@@ -34,6 +40,20 @@ void sideband_log_expire(SidebandLog *l, uint64_t before);
  * tells whether the log still held everything since t0 (nothing newer than
  * t0 was dropped for lack of memory). */
 int sideband_log_slice(SidebandLog *l, uint64_t t0, Buffer *out, uint64_t *ret_records, bool *ret_complete);
+
+/* Who ran on a CPU at some time, by the side-band: the newest context
+ * switch (switch-in: its own pid/tid; switch-out: next_prev) or
+ * ITRACE_START before it. */
+typedef struct SidebandRunning {
+        bool known;
+        uint32_t pid, tid;
+        uint64_t since; /* the record's time */
+} SidebandRunning;
+
+/* Who ran on CPUs [0, n) just before t0: from the records before t0, those
+ * kept and those dropped (see above). ret[cpu].known is false for a CPU no
+ * record ever named a task for. */
+int sideband_log_running_at(SidebandLog *l, uint64_t t0, SidebandRunning *ret, size_t n);
 
 uint64_t sideband_log_bytes(SidebandLog *l);
 /* Memory of dropped chunks kept for the next appends (reused, so a steady

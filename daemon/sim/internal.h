@@ -62,6 +62,10 @@ typedef struct SimEvent {
         double due;       /* bytes earned at the rate, not yet produced */
         double density;   /* bytes per TSC tick the source gave lately */
         double cost;      /* wall ns per TSC tick generation took lately (0: not measured) */
+        /* The last DISABLE (sim_enable_tsc()): where it stopped the trace in
+         * emulated time (0: none since the last ENABLE), the TSC when it was
+         * called, and PmuSim.generated_ticks then. */
+        uint64_t disable_stop_tsc, disable_call_tsc, disable_generated_ticks;
         uint8_t *scratch; /* what produce() writes into */
         /* Its CPU went offline: the kernel took it out of the CPU's context
          * for good (hotplug.c). CLOCK_MONOTONIC times for read(). */
@@ -113,6 +117,13 @@ struct PmuSim {
          * time and the TSC its generation ended at (sim_disable_tsc()). */
         pthread_mutex_t freeze_lock;
         uint64_t last_disable_tsc, last_disable_done_tsc;
+        /* The thread that did it, its CPU time and voluntary context
+         * switches then (sim_disable_tsc()). */
+        pthread_t last_disable_thread;
+        uint64_t last_disable_done_cpu_ns, last_disable_done_nvcsw;
+        /* TSC ticks of wall time generation took, all events together
+         * (sim_producer_catch_up_to()); atomic. */
+        uint64_t generated_ticks;
 };
 
 /* ring.c */
@@ -129,6 +140,11 @@ void sim_log_aux_at_stop(SimEvent *e);
 void sim_take_truth(SimEvent *e);
 bool sim_tracing(const SimEvent *e);
 void sim_producer_start(SimEvent *e);
+/* An ENABLE after a DISABLE: when its IPI lands in emulated time, the
+ * emulator's generation taken out (sim_enable_tsc()); then
+ * sim_producer_start_at(). */
+uint64_t sim_enable_tsc(SimEvent *e);
+void sim_producer_start_at(SimEvent *e, uint64_t start);
 void sim_producer_catch_up(SimEvent *e);
 void sim_produce_stop(SimEvent *e);
 /* A DISABLE's TraceEn 1->0 (pmu-sim.c sim_event_stop()): when it lands in
@@ -136,7 +152,7 @@ void sim_produce_stop(SimEvent *e);
  * (sim_producer_catch_up_to()) and the stream ended there
  * (sim_produce_stop_at()); then sim_disable_done(). */
 uint64_t sim_disable_tsc(SimEvent *e);
-void sim_disable_done(SimEvent *e, uint64_t stop);
+void sim_disable_done(SimEvent *e, uint64_t called, uint64_t generated_ticks, uint64_t stop);
 void sim_producer_catch_up_to(SimEvent *e, uint64_t now);
 void sim_produce_stop_at(SimEvent *e, uint64_t stop);
 /* The IPI that carries ENABLE/DISABLE to the event's CPU: the caller waits. */

@@ -284,7 +284,8 @@ static int sim_munmap(PmuBackend *b, int fd, void *addr, size_t length) {
  * published and the AUX record logged. A DISABLE stops the trace when its
  * IPI lands in emulated time (sim_disable_tsc()), anything else now. */
 static void sim_event_stop(SimEvent *e, bool disable) {
-        uint64_t stop = disable ? sim_disable_tsc(e) : pmu_sim_tsc_now();
+        uint64_t called = pmu_sim_tsc_now(), generated = __atomic_load_n(&e->sim->generated_ticks, __ATOMIC_RELAXED);
+        uint64_t stop = disable ? sim_disable_tsc(e) : called;
         bool was_tracing;
 
         sim_producer_catch_up_to(e, stop);
@@ -301,7 +302,7 @@ static void sim_event_stop(SimEvent *e, bool disable) {
                 e->truth_due = e->truth != NULL;
         }
         if (disable)
-                sim_disable_done(e, stop);
+                sim_disable_done(e, called, generated, stop);
 }
 
 static int sim_enable(SimEvent *e, bool on) {
@@ -315,7 +316,7 @@ static int sim_enable(SimEvent *e, bool on) {
                  * starts resume without PSB+. */
                 if (e->start == SIM_TRACE_RUN)
                         e->start = SIM_TRACE_RESUME;
-                sim_producer_start(e);
+                sim_producer_start_at(e, sim_enable_tsc(e));
                 if (e->kind == SIM_EVENT_PT && e->meta && !e->itrace_logged) {
                         sim_log_record_itrace_start(e);
                         e->itrace_logged = true;

@@ -100,6 +100,15 @@ struct SimTraceSource {
          * task the kernel puts into ITRACE_START and AUX records. May be
          * NULL: then pid/tid 0 (idle). */
         void (*current)(SimTraceSource *s, unsigned cpu, uint32_t *ret_pid, uint32_t *ret_tid);
+        /* Wall time, in ns, that produce() for `cpu` has spent so far on
+         * one-off work rather than on synthesizing trace: building a
+         * process's address space, reading its images and JIT code, which
+         * it keeps for the next calls. The PMU leaves it out of
+         * generation's cost per TSC tick, which sizes the next spans
+         * (producer.c, sim_budget()): one process's first run must not
+         * shrink every later span to a millisecond. Called on produce()'s
+         * thread. May be NULL: none. */
+        uint64_t (*setup_ns)(SimTraceSource *s, unsigned cpu);
         /* The recorder set address filters on `cpu`, which the emulated PMU
          * accepted by the kernel's rules: `n` ranges (none: filters cleared),
          * valid for the call only. May be NULL: a source without a filter

@@ -17,6 +17,7 @@
 import argparse
 import json
 import os
+import re
 import statistics
 import sys
 
@@ -150,11 +151,13 @@ def fig_stats(f):
 
 def perf_error_count(b, f):
     """perf's decode errors: perf script counts them only when it makes
-    error events (--call-ret-trace does, --itrace=b does not); the decoder
-    and the data are the same, so a --itrace=b figure shows the count of
-    the --call-ret-trace figure of the same bundle."""
+    error events (--call-ret-trace and --itrace=be do, --itrace=b does
+    not); the decoder and the data are the same, so a --itrace=b figure
+    (older runs) shows the count of the --call-ret-trace figure of the same
+    bundle."""
     s = fig_stats(f)
-    if f['group'] == 'calls' or (s and s['errors']):
+    counted = f['group'] == 'calls' or re.search(r'--itrace=[a-z0-9]*e', f['name'])
+    if counted or (s and s['errors']):
         return '{:,}'.format(int(s['errors'] or 0)) if s else ''
     for g in b['figures']:
         if g['tool'] == 'perf' and g['group'] == 'calls':
@@ -162,6 +165,17 @@ def perf_error_count(b, f):
             if gs:
                 return '{:,}'.format(int(gs['errors'] or 0)) + '¹'
     return 'not counted'
+
+
+def perf_option(b, group):
+    """The --itrace (or --call-ret-trace) option of perf's figure of a
+    group, as the run named it."""
+    for f in b['figures']:
+        if f['tool'] == 'perf' and f['group'] == group:
+            m = re.search(r'--itrace=\S+|--call-ret-trace', f['name'])
+            if m:
+                return m.group(0)
+    return '--itrace=b' if group == 'branches' else '--call-ret-trace'
 
 
 def fig_label(f):
@@ -345,7 +359,7 @@ def decode_section(d, notes, headlines):
             if ours and perf:
                 r = perf['wall'][0] / ours['wall'][0]
                 headlines.append(('Decode: `ptctl decode %s` vs `perf script %s`, %s' %
-                                  (what, '--itrace=b' if group == 'branches' else '--call-ret-trace', b['name']),
+                                  (what, perf_option(b, group), b['name']),
                                   '%s faster' % fmt_ratio(r) if r >= 1 else '%s slower' % fmt_ratio(1 / r),
                                   '≥ %.0f× (issue 20)' % GOAL_DECODE_VS_PERF if group == 'branches' else '',
                                   r >= GOAL_DECODE_VS_PERF if group == 'branches' else None))

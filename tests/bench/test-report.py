@@ -46,6 +46,22 @@ def main():
     if report.fmt_range((2.0, 1.5, 3.25), report.fmt_s) != '2.00 s [1.50 s–3.25 s]':
         fail('fmt_range: %r' % report.fmt_range((2.0, 1.5, 3.25), report.fmt_s))
 
+    # perf's error count: --itrace=be counts its own (0 is a count, not
+    # "not counted"); --itrace=b borrows the --call-ret-trace count of the
+    # same bundle, marked; with neither it says so.
+    run = {'rc': 0, 'wall_s': 1.0, 'user_s': 1.0, 'sys_s': 0.0, 'maxrss_kb': 1024, 'trace_errors': 0}
+    be = {'name': 'perf script --itrace=be -F cpu,tid,ip,addr,flags', 'tool': 'perf', 'group': 'branches',
+          'jobs': 1, 'runs': [run]}
+    b_only = dict(be, name='perf script --itrace=b -F cpu,tid,ip,addr,flags')
+    crt = {'name': 'perf script --call-ret-trace', 'tool': 'perf', 'group': 'calls', 'jobs': 1,
+           'runs': [dict(run, trace_errors=3)]}
+    for figs, fig, want in (([be], be, '0'), ([b_only, crt], b_only, '3¹'), ([b_only], b_only, 'not counted')):
+        got = report.perf_error_count({'figures': figs}, fig)
+        if got != want:
+            fail('perf_error_count(%s) = %r, not %r' % (fig['name'], got, want))
+    if report.perf_option({'figures': [be]}, 'branches') != '--itrace=be':
+        fail('perf_option does not take the option from the figure')
+
     text = report.render(fixtures)
 
     # The tables carry what the fixture's runs say. Decode, 16 MiB

@@ -22,17 +22,9 @@ set -u
 ptctl=$1
 ptsynth=$2
 realpt=$3
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-cases=0
+. "$(dirname "$0")/compare.sh"
 fast_total=0
 seg_total=0
-
-fail() {
-        echo "FAIL: $*" >&2
-        failed=1
-}
 
 # Decode "$@" with both decoders; any difference fails. $1 names the case.
 same() {

@@ -242,4 +242,230 @@ static void test_cpu_mask_and_empty(void) {
         ASSERT_EQ(idx->cpus[0].n_psbs, 0); /* zeros: PAD, no PSB */
 }
 
-RUN_TESTS(TEST(test_index), TEST(test_serial_state), TEST(test_plan), TEST(test_cpu_mask_and_empty));
+/* The tracing-state walk as it was with libipt's packet decoder alone
+ * (before client/decode/pktsize.h): serial_differs of every PSB, from the
+ * index's PSB list. The index's own walk reads the common packets itself
+ * and must give the same on any stream. */
+static void reference_serial_differs(const DecodeCpuIndex *ci, bool *ret) {
+        enum { UNKNOWN, OFF, ON } state = UNKNOWN;
+        bool ovf_pending = false, off_fup = false;
+        size_t next = 0, off_first = SIZE_MAX;
+        struct pt_packet_decoder *dec;
+        struct pt_config cfg;
+
+        for (size_t i = 0; i < ci->n_psbs; i++)
+                ret[i] = false;
+        if (ci->n_psbs < 2)
+                return;
+        pt_config_init(&cfg);
+        cfg.begin = (uint8_t *) ci->data;
+        cfg.end = (uint8_t *) ci->data + ci->size;
+        dec = pt_pkt_alloc_decoder(&cfg);
+        ASSERT_TRUE(dec);
+        if (pt_pkt_sync_set(dec, ci->psbs[0].offset) < 0)
+                goto done;
+        while (next < ci->n_psbs) {
+                struct pt_packet pkt;
+                uint64_t off = 0;
+                int r;
+
+                (void) pt_pkt_get_offset(dec, &off);
+                r = pt_pkt_next(dec, &pkt, sizeof(pkt));
+                if (r < 0) {
+                        state = UNKNOWN;
+                        ovf_pending = false;
+                        if (r == -pte_eos || pt_pkt_sync_forward(dec) < 0)
+                                goto done;
+                        continue;
+                }
+                if (ovf_pending &&
+                    (pkt.type == ppt_pad || pkt.type == ppt_mnt || pkt.type == ppt_cbr || pkt.type == ppt_tsc ||
+                     pkt.type == ppt_tma || pkt.type == ppt_mtc || pkt.type == ppt_cyc || pkt.type == ppt_unknown))
+                        continue;
+                if (ovf_pending) {
+                        ovf_pending = false;
+                        state = pkt.type == ppt_fup ? ON : OFF;
+                }
+                if (state != OFF) {
+                        off_first = SIZE_MAX;
+                        off_fup = false;
+                }
+                if (pkt.type == ppt_psb) {
+                        const DecodePsb *p;
+
+                        while (next < ci->n_psbs && ci->psbs[next].offset < off)
+                                next++;
+                        if (next == ci->n_psbs || ci->psbs[next].offset != off) {
+                                state = UNKNOWN;
+                                continue;
+                        }
+                        p = &ci->psbs[next++];
+                        if (p->broken) {
+                                state = UNKNOWN;
+                                continue;
+                        }
+                        if (state == UNKNOWN)
+                                state = p->has_fup ? ON : OFF;
+                        else if (state == ON && !p->has_fup)
+                                ret[next - 1] = true;
+                        else if (state == OFF) {
+                                if (off_first == SIZE_MAX)
+                                        off_first = next - 1;
+                                if (p->has_fup)
+                                        off_fup = true;
+                                if (off_fup)
+                                        for (size_t i = off_first; i < next; i++)
+                                                ret[i] = true;
+                        }
+                        if (pt_pkt_sync_set(dec, p->end) < 0)
+                                goto done;
+                } else if (pkt.type == ppt_tip_pge)
+                        state = ON;
+                else if (pkt.type == ppt_tip_pgd)
+                        state = OFF;
+                else if (pkt.type == ppt_ovf)
+                        ovf_pending = true;
+        }
+done:
+        pt_pkt_free_decoder(dec);
+}
+
+/* Streams of PSB+s with tracing going on and off, OVFs and every common
+ * packet between them, then damaged: bytes overwritten at random (bad
+ * opcodes, packets cut, PSBs half hidden in other packets' payloads). The
+ * index's walk must find tracing where libipt's packet decoder alone
+ * finds it. */
+static void test_walk_matches_libipt(void) {
+        uint64_t x = 0x2545f4914f6cdd1d;
+        size_t compared = 0, differs = 0;
+
+        for (int round = 0; round < 300; round++) {
+                _cleanup_(decode_index_freep) DecodeIndex *idx = NULL;
+                DecodeInput *in;
+                struct pt_config cfg;
+                TraceBuilder t;
+                size_t size;
+                bool *ref;
+
+                tb_init(&t, 64 * 1024);
+                for (int k = 0; k < 80; k++) {
+                        struct pt_packet p;
+
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        switch (x % 12) {
+                        case 0: tb_psb(&t, 1000 + (uint64_t) k, x & 16, x & 32 ? 0x1000 : 0); break;
+                        case 1: tb_ip(&t, ppt_tip_pge, 0x1000); break;
+                        case 2: tb_ip(&t, ppt_tip_pgd, 0); break;
+                        case 3: tb_simple(&t, ppt_ovf); break;
+                        case 4: tb_ip(&t, ppt_fup, 0x1000); break;
+                        case 5: tb_ip(&t, ppt_tip, 0x1000 + (x & 0xff)); break;
+                        case 6:
+                                p = (struct pt_packet){ .type = ppt_tnt_8 };
+                                p.payload.tnt.bit_size = 3;
+                                p.payload.tnt.payload = 5;
+                                tb_packet(&t, &p);
+                                break;
+                        case 7:
+                                p = (struct pt_packet){ .type = ppt_mtc };
+                                p.payload.mtc.ctc = (uint8_t) x;
+                                tb_packet(&t, &p);
+                                break;
+                        case 8:
+                                p = (struct pt_packet){ .type = ppt_cyc };
+                                p.payload.cyc.value = x >> 40;
+                                tb_packet(&t, &p);
+                                break;
+                        case 9:
+                                p = (struct pt_packet){ .type = ppt_tsc };
+                                p.payload.tsc.tsc = x >> 8;
+                                tb_packet(&t, &p);
+                                break;
+                        case 10: tb_simple(&t, ppt_pad); break;
+                        default:
+                                p = (struct pt_packet){ .type = ppt_cbr };
+                                p.payload.cbr.ratio = 20;
+                                tb_packet(&t, &p);
+                                break;
+                        }
+                }
+                size = tb_offset(&t);
+                for (int k = 0; k < round % 8; k++) {
+                        x ^= x << 13;
+                        x ^= x >> 7;
+                        x ^= x << 17;
+                        t.buf[(x >> 16) % size] = (uint8_t) x;
+                }
+
+                ASSERT_OK(decode_input_new("test", &in));
+                ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t.buf, size, false));
+                pt_config_init(&cfg);
+                ASSERT_OK(decode_index_new(in, &cfg, NULL, 0, &idx));
+                decode_input_free(in);
+                ASSERT_EQ(idx->n_cpus, 1);
+                ref = calloc(idx->cpus[0].n_psbs + 1, sizeof(bool));
+                ASSERT_TRUE(ref);
+                reference_serial_differs(&idx->cpus[0], ref);
+                for (size_t i = 0; i < idx->cpus[0].n_psbs; i++) {
+                        if (idx->cpus[0].psbs[i].serial_differs != ref[i])
+                                test_fail("round %d, PSB %zu at %" PRIu64 ": index %d, libipt %d", round, i,
+                                          idx->cpus[0].psbs[i].offset, idx->cpus[0].psbs[i].serial_differs, ref[i]);
+                        compared++;
+                        differs += ref[i];
+                }
+                free(ref);
+                tb_done(&t);
+        }
+        /* Enough PSBs, and enough where tracing is not what PSB+ says. */
+        ASSERT_TRUE(compared > 1500);
+        ASSERT_TRUE(differs > 100);
+}
+
+/* A PSB whose first bytes are a TSC packet's payload: the walk reads
+ * the TSC, a TNT-8, and fails on the rest of the PSB; libipt then
+ * searches from 15 bytes before the failed packet and finds that PSB
+ * (tracing off there, so the next PSB+'s FUP is erratum BDM70's, no
+ * boundary); a search from the failed packet on would miss it and start
+ * the next PSB with tracing on. The index's walk must fail in the same
+ * state as libipt's decoder. */
+static void test_walk_psb_in_payload(void) {
+        _cleanup_(decode_index_freep) DecodeIndex *idx = NULL;
+        DecodeInput *in;
+        struct pt_config cfg;
+        TraceBuilder t;
+        uint64_t hidden, next;
+        bool ref[3];
+
+        tb_init(&t, 4096);
+        tb_psb(&t, 1000, true, 0x1000);
+        tb_ip(&t, ppt_tip, 0x1010);
+        hidden = tb_offset(&t);
+        t.buf[hidden] = 0x19; /* TSC */
+        for (size_t i = 0; i < 8; i++) {
+                t.buf[hidden + 1 + 2 * i] = 0x02;
+                t.buf[hidden + 2 + 2 * i] = 0x82;
+        }
+        ASSERT_OK(pt_enc_sync_set(t.enc, hidden + 17));
+        tb_tsc(&t, 2000);
+        tb_mode_exec64(&t);
+        tb_simple(&t, ppt_psbend);
+        next = tb_psb(&t, 3000, true, 0x1000);
+
+        ASSERT_OK(decode_input_new("test", &in));
+        ASSERT_OK(decode_input_add_cpu_data(in, 0, "cpu0", t.buf, tb_offset(&t), false));
+        pt_config_init(&cfg);
+        ASSERT_OK(decode_index_new(in, &cfg, NULL, 0, &idx));
+        decode_input_free(in);
+        ASSERT_EQ(idx->cpus[0].n_psbs, 3);
+        ASSERT_EQ_U64(idx->cpus[0].psbs[1].offset, hidden + 1);
+        ASSERT_EQ_U64(idx->cpus[0].psbs[2].offset, next);
+        reference_serial_differs(&idx->cpus[0], ref);
+        ASSERT_TRUE(!ref[1] && ref[2]);
+        for (size_t i = 0; i < 3; i++)
+                ASSERT_EQ(idx->cpus[0].psbs[i].serial_differs, ref[i]);
+        tb_done(&t);
+}
+
+RUN_TESTS(TEST(test_index), TEST(test_serial_state), TEST(test_plan), TEST(test_cpu_mask_and_empty),
+          TEST(test_walk_matches_libipt), TEST(test_walk_psb_in_payload));

@@ -16,15 +16,7 @@ set -u
 
 ptctl=$1
 ptsynth=$2
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-cases=0
-
-fail() {
-        echo "FAIL: $*" >&2
-        failed=1
-}
+. "$(dirname "$0")/compare.sh"
 
 # name | ptsynth options (ring 256 KiB a CPU: 1 MiB of trace)
 bundles=(

@@ -20,15 +20,7 @@ set -u
 ptctl=$1
 ptsynth=$2
 seeds=${3:-${PTRACED_TRUTH_SEEDS:-1 2 3}}
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-failed=0
-cases=0
-
-fail() {
-        echo "FAIL: $*" >&2
-        failed=1
-}
+. "$(dirname "$0")/compare.sh"
 
 # name | ptsynth options
 . "$(dirname "$0")/truth-configs.sh"

@@ -8,12 +8,15 @@
  * Any difference aborts, with both outputs' first differing line on
  * standard error. Segments are small and two workers run, so that the
  * fast flow's fallback (a segment decoded again by libipt) and its caches
- * across segments are exercised too.
+ * across segments are exercised too. The same bytes also check the PSB
+ * index's packet reader (client/decode/pktsize.h) against libipt's packet
+ * decoder at every offset.
  */
 
 
 #include "client/decode/decode.h"
 #include "tests/fuzz/fuzz-code.h"
+#include "tests/unit/pktsize-check.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -110,6 +113,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
                 abort();
         if (size == 0)
                 return 0;
+        {
+                size_t ours, at;
+                int theirs;
+
+                at = pktsize_check(data, size, &ours, &theirs);
+                if (at != SIZE_MAX) {
+                        fprintf(stderr, "the index's packet reader differs from libipt at offset %zu: %zu, libipt %d\n",
+                                at, ours, theirs);
+                        abort();
+                }
+        }
         if (decode_input_new("fuzz", &in) < 0)
                 abort();
         (void) decode_input_add_cpu_data(in, 0, "cpu0", (void *) data, size, false);

@@ -6,10 +6,20 @@
 # error and with a sensible number of branches, the threads the decoder
 # attributes are the real ones (the workload's own pids and tids, with
 # their names), and a CPU beyond the machine's (synthetic processes, their
-# side-band injected) decodes too. Two freezes 20 ms apart: the second
+# side-band injected) decodes too. Two freezes in a row: the second
 # bundle spans the first freeze, where every CPU's trace stopped and
 # resumed without PSB+ (the kernel clears the PSB byte counter on an
 # event's first start only, pt_config()), and decodes without an error.
+#
+# Rate=2M (with MTC packets an eighth as often as the default event's, so
+# that they alone take well below it): the 2 MiB rings hold a second or
+# more. The emulated PMU's freeze generates every CPU's ring-full (tens of
+# ns a byte, more on a loaded machine: 0.2 s to 0.7 s for these 3 CPUs)
+# while the machine's programs go on, traced as on hardware (ptraced(8),
+# The emulated PMU): the second freeze reaches back to the first only when
+# a ring holds more time than the first freeze took. At Rate=20M a 1 MiB
+# ring held 50 ms, and the second bundle reached back only across a gap
+# the emulator left where its generation took the time (issue 14).
 set -euo pipefail
 build=$1
 ptraced=$build/daemon/ptraced ptctl=$build/client/ptctl
@@ -46,11 +56,12 @@ start ptw-python "$(python3 -c 'import os, sys; print(os.path.realpath(sys.execu
 cat > "$tmp/ptraced.conf" <<CONF
 [Trace]
 Source=sim
-BufferSize=1M
+Event=intel_pt/branch,mtc,mtc_period=6,psb_period=3,pt,tsc/u
+BufferSize=2M
 RateInterval=0
 [Sim]
 CPUs=$n_cpus
-Rate=20M
+Rate=2M
 [Triggers]
 DuplicateSuppressionSec=0
 SourceRateLimitBurst=20
@@ -107,8 +118,8 @@ done
 
 # Two freezes in a row: the second bundle holds, on some CPU, trace from
 # before the first freeze, its end (FUP + TIP.PGD) and its resume (TSC,
-# TMA, CBR). The 1 MiB rings hold 50 ms or more, so the second freeze must
-# come within that of the first one's resume: it is triggered as soon as
+# TMA, CBR). The 2 MiB rings hold a second or more, so the second freeze
+# must come within that of the first one's stop: it is triggered as soon as
 # the log says the first snapshot was taken (every CPU traces again), not
 # a fixed time after the first trigger, which on a busy machine falls
 # inside the first freeze (emulated DISABLEs synthesize their trace and

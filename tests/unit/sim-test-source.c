@@ -2,6 +2,7 @@
 
 #include <time.h>
 
+#include "common/basic/time-util.h"
 #include "sim-test-source.h"
 #include "test.h"
 
@@ -48,13 +49,21 @@ static ssize_t produce(SimTraceSource *s, unsigned cpu, uint64_t until_tsc, SimT
                         t->starts[cpu]++;
                         t->start_until[cpu] = until_tsc;
                         t->since_start[cpu] = 0;
-                } else
+                } else {
                         t->resumes[cpu]++;
+                        t->resume_until[cpu] = until_tsc;
+                }
                 t->stopped[cpu] = false;
         }
         if (t->delay_ns > 0) {
                 struct timespec ts = { .tv_sec = 0, .tv_nsec = (long) t->delay_ns };
                 (void) nanosleep(&ts, NULL);
+        }
+        if (t->setup_once_ns > 0 && t->setup_done_ns[cpu] == 0) {
+                struct timespec ts = { .tv_sec = (time_t) (t->setup_once_ns / NSEC_PER_SEC),
+                                       .tv_nsec = (long) (t->setup_once_ns % NSEC_PER_SEC) };
+                (void) nanosleep(&ts, NULL);
+                t->setup_done_ns[cpu] = t->setup_once_ns;
         }
         uint64_t prev = begin ? until_tsc : t->last_until[cpu];
         while (n + SIM_TEST_PKT <= max) {
@@ -96,6 +105,12 @@ static void current(SimTraceSource *s, unsigned cpu, uint32_t *ret_pid, uint32_t
         *ret_tid = cpu < ELEMENTSOF(t->tid) ? t->tid[cpu] : 0;
 }
 
+static uint64_t setup_ns(SimTraceSource *s, unsigned cpu) {
+        SimTestSource *t = (SimTestSource *) s;
+
+        return cpu < ELEMENTSOF(t->setup_done_ns) ? t->setup_done_ns[cpu] : 0;
+}
+
 static int set_filter(SimTraceSource *s, unsigned cpu, const KernelFilter *filters, size_t n) {
         SimTestSource *t = (SimTestSource *) s;
 
@@ -121,6 +136,7 @@ SimTestSource *sim_test_source_new(void) {
         t->base.produce = produce;
         t->base.set_filter = set_filter;
         t->base.current = current;
+        t->base.setup_ns = setup_ns;
         t->base.free = source_free;
         return t;
 }

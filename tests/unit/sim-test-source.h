@@ -30,6 +30,8 @@ typedef struct SimTestSource {
          * newest call, and the bytes produced since that start (start_bytes
          * by the start's own call): the trace's time density. */
         uint64_t start_until[4096], last_until[4096], since_start[4096], start_bytes[4096];
+        /* The until_tsc of the last resume (SIM_TRACE_RESUME). */
+        uint64_t resume_until[4096];
         /* Timed: every SIM_TEST_PSB_EVERY bytes of a stream a real PSB, TSC
          * (the time at that byte, between the previous call's until_tsc and
          * this one's) and PSBEND, so common/pt/scan.c measures the stream's
@@ -38,6 +40,11 @@ typedef struct SimTestSource {
         /* Each produce() call of a stream's running part takes this long:
          * a source as slow as the synthesizer. */
         uint64_t delay_ns;
+        /* The first produce() call of each CPU also takes this long, and
+         * says so through SimTraceSource.setup_ns: one-off work, as the
+         * simulated source's building of a process's address space. */
+        uint64_t setup_once_ns;
+        uint64_t setup_done_ns[4096];
 } SimTestSource;
 
 #define SIM_TEST_PSB_EVERY 4096

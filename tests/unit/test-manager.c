@@ -14,6 +14,7 @@
 #include "common/bundle/bundle.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
+#include "daemon/manager/lookback.h"
 #include "daemon/manager/manager.h"
 #include "daemon/recorder/recorder.h"
 #include "daemon/sim/pmu-sim.h"
@@ -65,6 +66,22 @@ static void on_done(const SnapshotResult *r, void *userdata) {
         d->error_text = r->error_text ? strdup(r->error_text) : NULL;
         if (r->error < 0)
                 fprintf(stderr, "snapshot failed: %s\n", strna(r->error_text));
+}
+
+/* Run the event loop for `ns`. */
+static void run_for(Manager *m, nsec_t ns) {
+        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < ns;)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+}
+
+/* One CPU past the real ones: emulated, its side-band only what a test
+ * injects. Skips on machines where that many emulated CPUs cost much. */
+static unsigned emulated_cpu(void) {
+        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF);
+
+        if (cpu > 15)
+                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        return cpu;
 }
 
 static void run_until(Manager *m, bool *flag) {
@@ -242,7 +259,7 @@ static void test_late_sideband(void) {
         _cleanup_free_ char *err = NULL;
         static const uint8_t old_bytes[5] = { 0x0f, 0x1f, 0x44, 0x00, 0x00 }, new_bytes[5] = { 0xe9, 1, 2, 3, 4 };
         const uint64_t poke_addr = 0xffffffff81234560ULL;
-        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        unsigned cpu;
         uint64_t lost = 0;
         bool frozen = false, poked = false;
         PtracedConfig c;
@@ -251,8 +268,7 @@ static void test_late_sideband(void) {
         const void *rec;
         size_t size, sb_size;
 
-        if (cpu > 15)
-                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        cpu = emulated_cpu();
         test_config(dir, &c);
         c.buffer_size = 64 * 1024;
         c.sideband_buffer_size = 16 * 1024;
@@ -264,8 +280,7 @@ static void test_late_sideband(void) {
         manager_set_snapshot_hook(m, on_frozen, &frozen);
         ASSERT_OK(manager_start(m, 0));
         /* Past WarmupSec=, so the trigger is taken. */
-        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
-                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        run_for(m, 200 * NSEC_PER_MSEC);
 
         /* The emulated CPU's tracking ring overflows just before the freeze:
          * records are lost and nothing says so yet. */
@@ -498,14 +513,13 @@ static void test_sideband_dropped(void) {
         _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
         _cleanup_buffer_ Buffer recs = BUFFER_NULL;
         _cleanup_free_ char *err = NULL, *losses = NULL;
-        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        unsigned cpu;
         char path[200];
         const BundleManifest *mf;
         PtracedConfig c;
         Done d = {};
 
-        if (cpu > 15)
-                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        cpu = emulated_cpu();
         test_config(dir, &c);
         c.buffer_size = 1 << 20; /* a window of about 125 ms at the emulated 8 MB/s */
         c.sideband_buffer_size = 4 << 20;
@@ -515,8 +529,7 @@ static void test_sideband_dropped(void) {
         ASSERT_OK(manager_new(&c, sim_test_backend_new(cpu + 1, 8 << 20, NULL), &m));
         ptraced_config_done(&c);
         ASSERT_OK(manager_start(m, 0));
-        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
-                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        run_for(m, 200 * NSEC_PER_MSEC);
 
         /* 2 MiB of mmaps within the window: twice what the log may hold. */
         memset(path, 'x', sizeof path - 1);
@@ -549,5 +562,73 @@ static void test_sideband_dropped(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
+/* A task that switched in before the window and never left its CPU (a
+ * busy loop alone there) has no record in the bundle's slice of the
+ * side-band; the bundle names it in an ITRACE_START at the window's start,
+ * or perf knows no thread for that CPU's trace (pid -1, "Failed to get
+ * instruction"). Failed before: no ITRACE_START at all. */
+static void test_running_since_before_window(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+        _cleanup_buffer_ Buffer sw = BUFFER_NULL;
+        _cleanup_free_ void *sb = NULL;
+        _cleanup_free_ char *err = NULL;
+        unsigned cpu;
+        uint64_t switched_at, named_at = 0;
+        unsigned switches_seen = 0;
+        PerfRecordStream st;
+        const void *rec;
+        size_t size, sb_size;
+        PtracedConfig c;
+        Done d = {};
+
+        cpu = emulated_cpu();
+        test_config(dir, &c);
+        c.buffer_size = 256 * 1024;
+        c.image_max = 4096;
+        manager_block_signals();
+        ASSERT_OK(manager_new(&c, sim_test_backend_new(cpu + 1, 8 << 20, NULL), &m));
+        ptraced_config_done(&c);
+        ASSERT_OK(manager_start(m, 0));
+        run_for(m, 200 * NSEC_PER_MSEC);
+
+        switched_at = now_nsec(CLOCK_MONOTONIC);
+        PerfSampleId sid = { .pid = 4242, .tid = 4243, .time = switched_at, .cpu = cpu,
+                             .sample_type = PTRACED_SAMPLE_TYPE };
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&sw, false, false, 0, 0, &sid));
+        inject(m, cpu, &sw);
+        /* Longer than the window: the switch falls before it. (This test
+         * source's trace has no TSC, so the window is the side-band's
+         * shortest, LOOKBACK_RETENTION_MIN_NSEC.) */
+        run_for(m, LOOKBACK_RETENTION_MIN_NSEC + 300 * NSEC_PER_MSEC);
+        manager_trigger(m, request("running", &d));
+        run_until(m, &d.called);
+        ASSERT_OK(d.error);
+
+        ASSERT_OK(bundle_reader_open(d.path, NULL, &r, &err));
+        ASSERT_OK(bundle_reader_read_member(r, "sideband.perf", &sb, &sb_size, &err));
+        perf_record_stream_init(&st, sb, sb_size);
+        while (perf_record_stream_next(&st, &rec, &size) > 0) {
+                PerfRecord pr;
+                if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &pr) < 0 || pr.sid.cpu != cpu)
+                        continue;
+                if (pr.type == PERF_RECORD_SWITCH_CPU_WIDE)
+                        switches_seen++;
+                if (pr.type == PERF_RECORD_ITRACE_START && pr.itrace_start.pid == 4242 &&
+                    pr.itrace_start.tid == 4243 && pr.sid.pid == 4242)
+                        named_at = pr.sid.time;
+        }
+        printf("  switch-in at %" PRIu64 ", window from %" PRIu64 ", %u switches of CPU %u in the bundle, "
+               "ITRACE_START at %" PRIu64 "\n",
+               switched_at, bundle_reader_manifest(r)->window.start_time, switches_seen, cpu, named_at);
+        ASSERT_EQ(switches_seen, 0);
+        ASSERT_TRUE(named_at > switched_at);
+
+        m = manager_free(m);
+        free(d.path);
+        ASSERT_OK(rm_rf(dir));
+}
+
 RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size), TEST(test_aux_flags),
-          TEST(test_sideband_dropped), TEST(test_freeze_before_catch_up));
+          TEST(test_sideband_dropped), TEST(test_freeze_before_catch_up), TEST(test_running_since_before_window));

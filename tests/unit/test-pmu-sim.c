@@ -1013,6 +1013,50 @@ static void test_generation_budget(void) {
         close_ev(b, &ev);
 }
 
+/* A source's one-off work (the simulated source builds a process's
+ * address space at its first run: 0.3 s for node under ASan) is not what
+ * generation costs per tick. Counted in, the first span stopped after its
+ * first 1 ms step (over twice the budget), and its "cost" sized every
+ * later span to a millisecond (test-jit-node's node was traced for 1 ms
+ * per snapshot). Left out (SimTraceSource.setup_ns), the first span
+ * reaches the DISABLE and the next holds the newest ring-full. */
+static void test_generation_setup_not_cost(void) {
+        SimTestSource *t = sim_test_source_new();
+        _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+        const uint64_t rate = 64ULL << 20, budget = 20 * NSEC_PER_MSEC;
+        const size_t ring = 256 << 10;
+        PmuSimOptions o = { .n_cpus = 1, .bytes_per_sec = rate, .source = &t->base, .generation_budget_ns = budget };
+        Ev ev;
+
+        t->setup_once_ns = 100 * NSEC_PER_MSEC; /* over twice the budget, within the cap on top */
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        ASSERT_OK(open_pt(b, 0, "intel_pt//", &ev, ring));
+        for (unsigned round = 0; round < 2; round++) {
+                uint64_t tsc_disabling;
+
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_ENABLE, 0));
+                (void) poll(NULL, 0, 300);
+                tsc_disabling = pmu_sim_tsc_now();
+                ASSERT_OK(pmu_backend_ioctl(b, ev.fd, PERF_EVENT_IOC_DISABLE, 0));
+                printf("round %u: generated up to %.1f ms before the DISABLE, %" PRIu64
+                       " bytes since the stream's start\n",
+                       round, t->last_until[0] >= tsc_disabling ? 0.0 :
+                       (double) (tsc_disabling - t->last_until[0]) / (PMU_SIM_TSC_HZ / 1000), t->since_start[0]);
+                ASSERT_TRUE(t->last_until[0] >= tsc_disabling);
+                /* An overflow's newest ring-full (and an eighth): not 1 ms. */
+                ASSERT_TRUE(t->since_start[0] >= ring * 3 / 4);
+        }
+        close_ev(b, &ev);
+}
+
+/* intel_pt// on CPUs 0..n-1, each enabled. */
+static void open_enabled(PmuBackend *b, Ev *ev, unsigned n, size_t aux_size) {
+        for (unsigned cpu = 0; cpu < n; cpu++) {
+                ASSERT_OK(open_pt(b, (int) cpu, "intel_pt//", &ev[cpu], aux_size));
+                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
+        }
+}
+
 /* A freeze disables CPU after CPU (daemon/recorder/freeze.c). On
  * hardware each DISABLE costs an IPI, so every CPU's trace ends within
  * microseconds of the others'; the emulator's DISABLE also generates the
@@ -1030,10 +1074,7 @@ static void test_freeze_stops_together(void) {
 
         t->delay_ns = 2 * NSEC_PER_MSEC;
         ASSERT_OK(pmu_sim_new(&o, &b));
-        for (unsigned cpu = 0; cpu < 2; cpu++) {
-                ASSERT_OK(open_pt(b, (int) cpu, "intel_pt//", &ev[cpu], 1 << 20));
-                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
-        }
+        open_enabled(b, ev, 2, 1 << 20);
         (void) poll(NULL, 0, 100);
         t0 = now_nsec(CLOCK_MONOTONIC);
         ASSERT_OK(pmu_backend_ioctl(b, ev[0].fd, PERF_EVENT_IOC_DISABLE, 0));
@@ -1057,8 +1098,65 @@ static void test_freeze_stops_together(void) {
                 close_ev(b, &ev[cpu]);
 }
 
+/* A probe or a snapshot disables a CPU, copies its ring and enables it
+ * again: on hardware the CPU is dark for the IPIs and the copy, and the
+ * trace after the ENABLE continues the time line right after the stop
+ * (perf_event_disable()/perf_event_enable() → pt_event_stop()/
+ * pt_event_start() in the CPU's IPI). The emulator's DISABLE also spends
+ * the generation of its span (here about 100 ms: 50 steps of a source
+ * taking 2 ms each), and a freeze generates every CPU's before it enables
+ * any: that time must not become a gap in the trace, or the ring's older
+ * part is that much older than its bytes at the rate say, and the daemon
+ * measures the rate and the lookback wrong (issue 14, item 3). Failed
+ * before sim_enable_tsc(): the resumed trace began one generation (or two,
+ * for CPU 0 of the freeze) after the stop. */
+static void test_enable_resumes_after_stop(void) {
+        SimTestSource *t = sim_test_source_new();
+        _cleanup_(pmu_backend_freep) PmuBackend *b = NULL;
+        const uint64_t rate = 8ULL << 20, ms = PMU_SIM_TSC_HZ / 1000;
+        PmuSimOptions o = { .n_cpus = 2, .bytes_per_sec = rate, .source = &t->base };
+        uint64_t stop[2];
+        nsec_t t0, took;
+        Ev ev[2];
+
+        t->delay_ns = 2 * NSEC_PER_MSEC;
+        ASSERT_OK(pmu_sim_new(&o, &b));
+        open_enabled(b, ev, 2, 4 << 20);
+        (void) poll(NULL, 0, 50);
+
+        /* A freeze: every CPU disabled, then each enabled again. */
+        t0 = now_nsec(CLOCK_MONOTONIC);
+        for (unsigned cpu = 0; cpu < 2; cpu++) {
+                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_DISABLE, 0));
+                stop[cpu] = t->last_until[cpu];
+        }
+        took = now_nsec(CLOCK_MONOTONIC) - t0;
+        for (unsigned cpu = 0; cpu < 2; cpu++)
+                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_ENABLE, 0));
+        /* The span since the ENABLE, the freeze's generation in it, is less
+         * than the ring holds: no overflow, which would begin a new stream. */
+        (void) poll(NULL, 0, 5);
+        for (unsigned cpu = 0; cpu < 2; cpu++)
+                ASSERT_OK(pmu_backend_ioctl(b, ev[cpu].fd, PERF_EVENT_IOC_DISABLE, 0));
+        for (unsigned cpu = 0; cpu < 2; cpu++) {
+                /* The resume's first call asks up to its first step's end:
+                 * at most 1 ms (producer.c) after the ENABLE landed. */
+                uint64_t gap = t->resume_until[cpu] - stop[cpu];
+
+                printf("CPU %u: the freeze's DISABLEs took %.1f ms; its trace resumed %.3f ms after its stop\n",
+                       cpu, (double) took / 1e6, (double) gap / (double) ms);
+                ASSERT_TRUE(took >= 60 * NSEC_PER_MSEC);
+                ASSERT_EQ(t->resumes[cpu], 1u);
+                ASSERT_TRUE(t->resume_until[cpu] > stop[cpu]);
+                ASSERT_TRUE(gap < 10 * ms);
+        }
+        for (unsigned cpu = 0; cpu < 2; cpu++)
+                close_ev(b, &ev[cpu]);
+}
+
 RUN_TESTS(TEST(test_sysfs), TEST(test_no_wrap), TEST(test_wrap_and_reenable), TEST(test_errors), TEST(test_hotplug),
           TEST(test_hotplug_detaches), TEST(test_sideband), TEST(test_sideband_lost), TEST(test_tsc),
           TEST(test_perf_clock), TEST(test_lazy_overflow), TEST(test_ipi_latency), TEST(test_broadwell_topa),
-          TEST(test_generation_budget), TEST(test_freeze_stops_together),
+          TEST(test_generation_budget), TEST(test_generation_setup_not_cost), TEST(test_freeze_stops_together),
+          TEST(test_enable_resumes_after_stop),
           TEST(test_start_kinds), TEST(test_config_rules), TEST(test_exclusive), TEST(test_aux_records));

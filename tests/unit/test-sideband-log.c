@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: MIT */
 
+#include "common/perf/attr.h"
 #include "common/perf/record.h"
 #include "daemon/sideband/log.h"
 #include "test.h"
@@ -165,4 +166,78 @@ static void test_consume(void) {
         ASSERT_EQ(sideband_log_records(l), s.n);
 }
 
-RUN_TESTS(TEST(test_slice_sorted), TEST(test_bounds), TEST(test_recycle), TEST(test_consume));
+
+/* A CPU-wide switch on `cpu` at `time`: out (to next) or in (of self). */
+static void add_switch(SidebandLog *l, unsigned cpu, bool out, uint32_t self, uint32_t other, uint64_t time) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        PerfSampleId sid = { .pid = self, .tid = self, .time = time, .cpu = cpu, .sample_type = PTRACED_SAMPLE_TYPE };
+
+        ASSERT_OK(perf_record_append_switch_cpu_wide(&b, out, false, other, other, &sid));
+        ASSERT_OK(sideband_log_append(l, b.data, b.size, time));
+}
+
+static void add_comm_cpu(SidebandLog *l, uint64_t time) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        PerfSampleId sid = { .pid = 7, .tid = 7, .time = time, .cpu = 0, .sample_type = PTRACED_SAMPLE_TYPE };
+
+        ASSERT_OK(perf_record_append_comm(&b, false, 7, 7, "filler", &sid));
+        ASSERT_OK(sideband_log_append(l, b.data, b.size, time));
+}
+
+/* Who runs at t0: the newest switch (or ITRACE_START) before it, of the
+ * records kept and of those the log dropped. A task that switched in
+ * before everything kept (a busy loop alone on its CPU) is still known:
+ * the dump synthesizes an ITRACE_START from it. */
+static void test_running_at(void) {
+        _cleanup_(sideband_log_freep) SidebandLog *l = NULL;
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        SidebandRunning run[4];
+
+        ASSERT_OK(sideband_log_new(1 << 20, &l));
+        ASSERT_OK(sideband_log_running_at(l, 100, run, 4));
+        for (unsigned i = 0; i < 4; i++)
+                ASSERT_FALSE(run[i].known);
+
+        add_switch(l, 1, true, 10, 42, 1000);  /* CPU 1: 10 out, 42 next */
+        add_switch(l, 1, false, 42, 10, 1001); /* 42 in */
+        add_switch(l, 0, false, 5, 0, 1002);   /* CPU 0: 5 in */
+        PerfSampleId sid = { .pid = 9, .tid = 9, .time = 1003, .cpu = 2, .sample_type = PTRACED_SAMPLE_TYPE };
+        ASSERT_OK(perf_record_append_itrace_start(&b, 9, 11, &sid));
+        ASSERT_OK(sideband_log_append(l, b.data, b.size, 1003));
+        add_switch(l, 0, true, 5, 6, 2000);    /* CPU 0: 6 from 2000 */
+
+        ASSERT_OK(sideband_log_running_at(l, 1500, run, 4));
+        ASSERT_TRUE(run[1].known);
+        ASSERT_EQ(run[1].pid, 42);
+        ASSERT_EQ(run[1].since, 1001);
+        ASSERT_TRUE(run[0].known);
+        ASSERT_EQ(run[0].pid, 5);
+        ASSERT_TRUE(run[2].known);
+        ASSERT_EQ(run[2].pid, 9);
+        ASSERT_EQ(run[2].tid, 11);
+        ASSERT_FALSE(run[3].known);
+        /* Only records before t0 count. */
+        ASSERT_OK(sideband_log_running_at(l, 1001, run, 4));
+        ASSERT_EQ(run[1].pid, 42); /* the out record at 1000 named 42 next */
+        ASSERT_OK(sideband_log_running_at(l, 3000, run, 4));
+        ASSERT_EQ(run[0].pid, 6);
+
+        /* Filler until every chunk with the switches is dropped, by
+         * expiry and by memory: CPU 1 still runs 42. */
+        for (uint64_t t = 3000; t < 60000; t++)
+                add_comm_cpu(l, t);
+        sideband_log_expire(l, 50000);
+        ASSERT_TRUE(sideband_log_dropped_until(l) > 2000);
+        ASSERT_OK(sideband_log_running_at(l, 59000, run, 4));
+        ASSERT_TRUE(run[1].known);
+        ASSERT_EQ(run[1].pid, 42);
+        ASSERT_EQ(run[1].since, 1001);
+        ASSERT_EQ(run[0].pid, 6);
+        ASSERT_EQ(run[2].tid, 11);
+        ASSERT_FALSE(run[3].known);
+        /* A CPU beyond the caller's array is left out. */
+        ASSERT_OK(sideband_log_running_at(l, 59000, run, 1));
+        ASSERT_EQ(run[0].pid, 6);
+}
+
+RUN_TESTS(TEST(test_slice_sorted), TEST(test_bounds), TEST(test_recycle), TEST(test_consume), TEST(test_running_at));

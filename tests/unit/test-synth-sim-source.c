@@ -323,6 +323,23 @@ typedef struct SidebandStats {
         uint64_t last_time;
 } SidebandStats;
 
+/* The processes check_sideband() has seen start: when their FORK came,
+ * whether their exec did. */
+typedef struct SeenProc {
+        uint32_t pid;
+        uint64_t fork_time;
+        bool exec;
+} SeenProc;
+
+static SeenProc *seen_proc(SeenProc *a, size_t *n, size_t max, uint32_t pid) {
+        for (size_t i = 0; i < *n; i++)
+                if (a[i].pid == pid)
+                        return &a[i];
+        ASSERT_TRUE(*n < max);
+        a[*n] = (SeenProc){ .pid = pid };
+        return &a[(*n)++];
+}
+
 /* The injected records parse, are in time order, and name synthetic pids;
  * a dying task's EXIT comes right before its last switch-out, which has no
  * preempt flag (Linux: perf_event_exit_task() in do_exit(), then
@@ -330,18 +347,23 @@ typedef struct SidebandStats {
  * switch-in of the thread it names, later, as Linux writes them around
  * the switch (perf_event_task_sched_out() in prepare_task_switch(),
  * perf_event_task_sched_in() in finish_task_switch()), never at one time
- * (split_switches counts those with time between); their executable mappings go into
- * `image` (the synthetic processes' addresses are unique across the
- * machine, so one image serves). */
+ * (split_switches counts those with time between); a process's exec (COMM
+ * exec, then its MMAP2s) comes after its FORK, later, from the process
+ * itself while it runs (between its switch-in and switch-out, as
+ * begin_new_exec() writes it), and its other threads' FORKs after that;
+ * their executable mappings go into `image` (the synthetic processes'
+ * addresses are unique across the machine, so one image serves). */
 static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image, SidebandStats *st) {
         PerfRecordStream s;
         const void *rec;
         size_t size;
         int k;
 
-        uint32_t exited_tid = 0, out_from = 0, out_to = 0;
+        uint32_t exited_tid = 0, out_from = 0, out_to = 0, running = 0;
         uint64_t out_time = 0;
         bool out_pending = false;
+        static SeenProc procs[8192];
+        size_t n_procs = 0;
 
         *st = (SidebandStats){};
         perf_record_stream_init(&s, b->data, b->size);
@@ -365,6 +387,11 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                 switch (r.type) {
                 case PERF_RECORD_FORK:
                         st->forks++;
+                        if (r.fork.pid == r.fork.tid)
+                                seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.fork.pid)->fork_time = r.sid.time;
+                        else if (!seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.fork.pid)->exec)
+                                test_fail("CPU %u: thread %" PRIu32 " of %" PRIu32 " forked before the exec", cpu,
+                                          r.fork.tid, r.fork.pid);
                         break;
                 case PERF_RECORD_EXIT:
                         st->exits++;
@@ -372,12 +399,24 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                         break;
                 case PERF_RECORD_COMM:
                         st->comms++;
-                        if (r.comm.exec)
+                        if (r.comm.exec) {
+                                SeenProc *p = seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.comm.pid);
+
                                 st->execs++;
+                                if (p->fork_time == 0 || p->fork_time >= r.sid.time)
+                                        test_fail("CPU %u: exec of %" PRIu32 " at %" PRIu64 ", not after its FORK "
+                                                  "(at %" PRIu64 ")", cpu, r.comm.pid, r.sid.time, p->fork_time);
+                                if (running != r.comm.pid || out_pending)
+                                        test_fail("CPU %u: exec of %" PRIu32 " while %" PRIu32 " runs", cpu,
+                                                  r.comm.pid, running);
+                                p->exec = true;
+                        }
                         break;
                 case PERF_RECORD_MMAP2:
                         st->mmaps++;
                         ASSERT_TRUE(r.mmap2.prot & PROT_EXEC);
+                        if (!seen_proc(procs, &n_procs, ELEMENTSOF(procs), r.mmap2.pid)->exec)
+                                test_fail("CPU %u: MMAP2 of %" PRIu32 " before its exec", cpu, r.mmap2.pid);
                         if (r.mmap2.has_build_id && r.mmap2.build_id_size > 0)
                                 st->mmaps_build_id++;
                         if (image)
@@ -404,6 +443,7 @@ static void check_sideband(const Buffer *b, unsigned cpu, struct pt_image *image
                                                   "time, %" PRIu64, cpu, out_from, out_to, out_time);
                                 st->split_switches++;
                                 out_pending = false;
+                                running = r.sid.tid;
                         }
                         break;
                 default:
@@ -756,7 +796,9 @@ static void exec_ranges(pid_t pid, ExecRanges *ret) {
  * build next to other tests) a pinned process may get only runs too short
  * to trace in that time: up to four times. Then the child is killed.
  * Returns how many trace starts are inside the ranges. */
-static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats *ps) {
+/* Run the rig until trace starts (TIP.PGE) fall in x, a few times at most;
+ * how many did. */
+static uint64_t run_until_inside(Rig *r, const ExecRanges *x, PacketStats *ps) {
         uint64_t inside = 0;
 
         for (unsigned attempt = 0; attempt < 4 && inside == 0; attempt++) {
@@ -771,6 +813,12 @@ static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats 
                                         break;
                                 }
         }
+        return inside;
+}
+
+static uint64_t run_child(Rig *r, pid_t child, const ExecRanges *x, PacketStats *ps) {
+        uint64_t inside = run_until_inside(r, x, ps);
+
         (void)kill(child, SIGKILL);
         (void)waitpid(child, NULL, 0);
         return inside;
@@ -878,6 +926,49 @@ static void test_real_cpu_leader_gone(void) {
         printf("real CPU 0, leader gone: %" PRIu64 " trace starts, %" PRIu64
                " of them in the remaining thread's code\n",
                ps.pges, inside);
+        ASSERT_TRUE(inside > 0);
+        packet_stats_done(&ps);
+        rig_done(&r);
+}
+
+static volatile bool own_spin_stop;
+
+static void *own_spin(void *arg) {
+        volatile uint64_t x = 0;
+        cpu_set_t set;
+
+        CPU_ZERO(&set);
+        CPU_SET(0, &set);
+        (void)sched_setaffinity(0, sizeof set, &set);
+        while (!own_spin_stop)
+                x = x * 3 + 1;
+        return NULL;
+}
+
+/* The source's own process (ptraced, here the test) is traced like any
+ * other: a CPU-wide intel_pt event traces the recorder's own user code on
+ * hardware, and in ptraced its threads are the emulator's work, which as
+ * time without trace made a ring span far more time than its bytes at the
+ * rate (issue 14, item 3). Failed before: real_resolve() left our own pid
+ * untraced, so no trace start fell in our code. */
+static void test_real_cpu_own_thread(void) {
+        uint64_t inside;
+        PacketStats ps;
+        ExecRanges x;
+        pthread_t t;
+        Rig r;
+
+        require_root();
+        rig_init(&r, n_real_cpus(), 0, RATE);
+        exec_ranges(getpid(), &x);
+        ASSERT_TRUE(x.n > 0);
+        own_spin_stop = false;
+        ASSERT_EQ(pthread_create(&t, NULL, own_spin, NULL), 0);
+        inside = run_until_inside(&r, &x, &ps);
+        own_spin_stop = true;
+        ASSERT_EQ(pthread_join(t, NULL), 0);
+        printf("real CPU 0, our own thread: %" PRIu64 " trace starts, %" PRIu64 " of them in our code\n", ps.pges,
+               inside);
         ASSERT_TRUE(inside > 0);
         packet_stats_done(&ps);
         rig_done(&r);
@@ -1076,4 +1167,5 @@ static void test_synthetic_exits(void) {
 
 RUN_TESTS(TEST(test_refusals), TEST(test_synthetic_cpu), TEST(test_synthetic_exits), TEST(test_small_pieces),
           TEST(test_restart_and_stall), TEST(test_stop_and_resume), TEST(test_many_resumes), TEST(test_real_cpu),
-          TEST(test_real_cpu_leader_gone), TEST(test_version_end_unannounced), TEST(test_cost));
+          TEST(test_real_cpu_leader_gone), TEST(test_real_cpu_own_thread), TEST(test_version_end_unannounced),
+          TEST(test_cost));

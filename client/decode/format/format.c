@@ -90,6 +90,8 @@ static bool selected(const DecodeFormatEnv *env, const DecodeRecord *r) {
 int decode_format_output(const DecodeFormatter *f, const DecodeFormatEnv *env, DecodeFormatCache *c,
                          void *state, DecodeRenderState *rs, const DecodeSegmentResult *seg,
                          const DecodeRecord *records, size_t n, Buffer *out) {
+        if (f->stateless && f->render_all && !env->any_filter)
+                return f->render_all(env, c, rs, seg, records, n, out);
         for (size_t i = 0; i < n; i++) {
                 int r = 0;
 

@@ -105,6 +105,10 @@ typedef struct DecodeFormatter {
         /* Stateless formats. */
         int (*render)(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeRenderState *rs,
                       const DecodeSegmentResult *seg, const DecodeRecord *r, Buffer *out);
+        /* Optional: render records[0, n) as render() one by one would,
+         * when no filter is set (one call a chunk, not one a record). */
+        int (*render_all)(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeRenderState *rs,
+                          const DecodeSegmentResult *seg, const DecodeRecord *records, size_t n, Buffer *out);
         /* Stateful formats. */
         int (*begin)(const DecodeFormatEnv *env, void **ret_state);
         int (*consume)(const DecodeFormatEnv *env, DecodeFormatCache *c, void *state,

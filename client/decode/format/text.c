@@ -370,12 +370,33 @@ static int render_branches(const DecodeFormatEnv *env, DecodeFormatCache *c, Dec
         return buf_putc(b, '\n');
 }
 
+/* A chunk of records: branches in a tight loop, the rest as above. */
+static int render_branches_all(const DecodeFormatEnv *env, DecodeFormatCache *c, DecodeRenderState *rs,
+                               const DecodeSegmentResult *seg, const DecodeRecord *records, size_t n, Buffer *b) {
+        size_t nf;
+        const DecodeField *fields = fields_of(env, &nf);
+
+        for (size_t i = 0; i < n; i++) {
+                const DecodeRecord *r = &records[i];
+                int k;
+
+                if (r->type == DECODE_RECORD_BRANCH && env->branches_fast)
+                        k = render_branch_fast(env, c, seg, r, fields, nf, b);
+                else
+                        k = render_branches(env, c, rs, seg, r, b);
+                if (k < 0)
+                        return k;
+        }
+        return 0;
+}
+
 const DecodeFormatter decode_format_branches = {
         .format = DECODE_FORMAT_BRANCHES,
         .stateless = true,
         .records = true,
         .setup = branches_setup,
         .render = render_branches,
+        .render_all = render_branches_all,
 };
 
 static int put_insn_prefix(const DecodeFormatEnv *env, const DecodeSegmentResult *seg, const DecodeRecord *r,

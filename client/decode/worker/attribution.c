@@ -63,6 +63,48 @@ int decode_attribution_refresh(DecodeAttribution *a, bool force) {
         return 0;
 }
 
+/* The trace's time is only a lower bound of the true time: it stays at the
+ * last timing packet until the next one. With TSC alone (no MTC; the
+ * Intel SDM sends a TSC packet in PSB+, when TraceEn is set and after the
+ * clocks stopped, not at kernel entries and exits) that is up to a whole
+ * PSB period (16 KiB of trace by default), enough for a whole execve():
+ * its COMM_EXEC and the new image's MMAP2 records, written by
+ * perf_event_exec() and perf_event_mmap() during the system call, carry
+ * a time after the last TSC, and the code after the return to user space
+ * runs in the new image while the trace's time still picks the old
+ * address space. Code that the current version of the address space does
+ * not map, but a later version does that begins before bound (the time of
+ * the next timing packet, which the code must have run before), ran in
+ * that later version: the first such version is taken, and the time is
+ * at least its start from then on. Whatever the current version maps is
+ * read from it, as before, so this only turns a "no image" error into the
+ * only reading the side-band allows. */
+int decode_attribution_later_view(DecodeAttribution *a, uint64_t addr, uint64_t bound) {
+        uint64_t t = a->view_end;
+
+        if (a->pid == DECODE_PID_UNKNOWN || addr >= DECODE_KERNEL_START ||
+            decode_attribution_time(a) == DECODE_TIME_UNKNOWN)
+                return 0;
+        while (t != DECODE_TIME_INFINITY && t <= bound) {
+                const DecodeView *v;
+                uint64_t begin, end;
+                int r;
+
+                r = decode_images_view(a->images, a->pid, t, &v, &begin, &end);
+                if (r < 0)
+                        return r;
+                if (decode_view_find(v, addr)) {
+                        a->floor = MAX(a->floor, begin);
+                        r = set_view(a, decode_attribution_time(a));
+                        return r < 0 ? r : 1;
+                }
+                if (end <= t)
+                        break;
+                t = end;
+        }
+        return 0;
+}
+
 void decode_attribution_thread_after(const DecodeAttribution *a, const DecodeStart *st, int32_t *ret_pid,
                                      int32_t *ret_tid, uint64_t *ret_begin) {
         uint64_t t;

@@ -80,6 +80,10 @@ void decode_attribution_thread_at(const DecodeAttribution *a, uint64_t t, int32_
 void decode_attribution_thread_after(const DecodeAttribution *a, const DecodeStart *st, int32_t *ret_pid,
                                      int32_t *ret_tid, uint64_t *ret_begin);
 
+/* Code at addr is not in the current address space: take the first later
+ * version of it that maps addr and begins at or before bound (perf time:
+ * the next timing packet's). 1: taken, 0: none. */
+int decode_attribution_later_view(DecodeAttribution *a, uint64_t addr, uint64_t bound);
 /* Tracing starts at ip (TIP.PGE); st is the start just read (starts_mode
  * only, else NULL). */
 int decode_attribution_trace_start(DecodeAttribution *a, const DecodeStart *st, uint64_t ip);

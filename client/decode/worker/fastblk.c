@@ -67,9 +67,8 @@ struct FastBlk {
         DecodePtInsn insn;
 
         /* The worker's classification of the last block's last
-         * instruction, known from its run (fast_blk_block_class()). */
-        uint64_t class_ip;
-        uint8_t class_kind, class_length;
+         * instruction, known from its run (decode_flow_block_class()). */
+        DecodeFlowClass class;
 
         uint64_t stack[RETSTACK_SIZE + 1];
         uint8_t top, bottom;
@@ -312,9 +311,9 @@ static int walk(FastBlk *b, struct pt_block *blk, Walk how, uint64_t target, Rea
                 if (r <= 0)
                         return r;
                 *reached = (Reached){ .ip = FAST_RUN_LAST_IP(run), .insn = run->last };
-                b->class_ip = FAST_RUN_LAST_IP(run);
-                b->class_kind = run->kind;
-                b->class_length = run->last.length;
+                b->class = (DecodeFlowClass){
+                        .ip = FAST_RUN_LAST_IP(run), .kind = run->kind, .length = run->last.length
+                };
                 b->ip = FAST_RUN_LAST_IP(run);
                 log_call(b, FAST_RUN_LAST_IP(run), &run->last);
                 if (walk_stops_at(how, &run->last))
@@ -658,7 +657,7 @@ int fast_blk_next(FastBlk *b, struct pt_block *blk) {
         int r;
 
         *blk = (struct pt_block){ .ip = b->ip, .mode = b->mode, .speculative = b->speculative };
-        b->class_ip = 0;
+        b->class.ip = 0;
         r = fetch_event(b);
         if (r != 0)
                 return boundary(r < 0 ? r : proceed_event(b, blk));
@@ -792,15 +791,8 @@ void fast_blk_free(FastBlk *b) {
         free(b);
 }
 
-bool fast_blk_block_class(const FastBlk *b, const struct pt_block *blk, DecodeInsnInfo *ret) {
-        if (blk->ninsn == 0 || b->class_ip != blk->end_ip || b->class_ip == 0)
-                return false;
-        *ret = (DecodeInsnInfo){
-                .kind = b->class_kind,
-                .length = b->class_length,
-                .conditional = b->class_kind == DECODE_BRANCH_JCC,
-        };
-        return true;
+const DecodeFlowClass *fast_blk_class(const FastBlk *b) {
+        return &b->class;
 }
 
 struct pt_query_decoder *fast_blk_query(const FastBlk *b) {

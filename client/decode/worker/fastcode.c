@@ -11,13 +11,7 @@
 /* A kernel+user trace's working set of runs is a few 100,000 (a 16 MiB
  * synthesized one: ~150,000): 256 Ki slots of 32 bytes, two ways, 8 MiB
  * a worker, its pages touched only as they fill. */
-#define FAST_RUNS (1U << 18)
 #define RUN_MAX 1024U
-
-struct FastCache {
-        DecodeImageCache *images;
-        FastRun *runs;
-};
 
 int fast_cache_new(DecodeImageCache *images, FastCache **ret) {
         FastCache *c = calloc(1, sizeof(*c));
@@ -121,7 +115,7 @@ int fast_code_insn(FastCache *c, FastSection *at, const DecodeView *v, uint64_t 
         return decode_in(at->e[at->cur].sec, ip, ret, NULL);
 }
 
-int fast_code_run(FastCache *c, FastSection *at, const DecodeView *v, uint64_t ip, const FastRun **ret) {
+int fast_code_run_slow(FastCache *c, FastSection *at, const DecodeView *v, uint64_t ip, const FastRun **ret) {
         const DecodeSection *sec;
         FastRun *e, run;
         uint64_t cur = ip, end;
@@ -133,7 +127,7 @@ int fast_code_run(FastCache *c, FastSection *at, const DecodeView *v, uint64_t i
                 return r;
         sec = at->e[at->cur].sec;
         isid = at->e[at->cur].isid;
-        slot = (ip ^ (ip >> 18) ^ ((uint64_t) isid * UINT64_C(0x9e3779b97f4a7c15) >> 40)) & (FAST_RUNS - 1);
+        slot = fast_run_slot(ip, isid);
         e = &c->runs[slot];
         if (e->ip == ip && e->isid == isid) {
                 *ret = e;

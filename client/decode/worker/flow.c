@@ -14,7 +14,9 @@ int decode_flow_new(DecodeFlowKind kind, const struct pt_config *cfg, FastCache 
                 r = fast_blk_new(cfg, cache, &b);
                 if (r < 0)
                         return r;
-                *ret = (DecodeFlow){ .kind = kind, .fast = b };
+                *ret = (DecodeFlow){
+                        .kind = kind, .fast = b, .qry = fast_blk_query(b), .fast_class = fast_blk_class(b)
+                };
                 return 0;
         }
         *ret = (DecodeFlow){ .kind = DECODE_FLOW_LIBIPT, .blk = pt_blk_alloc_decoder(cfg) };
@@ -57,20 +59,10 @@ int decode_flow_core_bus_ratio(DecodeFlow *f, uint32_t *cbr) {
         return pt_blk_core_bus_ratio(f->blk, cbr);
 }
 
-int decode_flow_get_offset(const DecodeFlow *f, uint64_t *ret) {
-        if (f->kind == DECODE_FLOW_FAST)
-                return pt_qry_get_offset(fast_blk_query(f->fast), ret);
-        return pt_blk_get_offset(f->blk, ret);
-}
-
 int decode_flow_get_sync_offset(const DecodeFlow *f, uint64_t *ret) {
         if (f->kind == DECODE_FLOW_FAST)
                 return pt_qry_get_sync_offset(fast_blk_query(f->fast), ret);
         return pt_blk_get_sync_offset(f->blk, ret);
-}
-
-bool decode_flow_block_class(const DecodeFlow *f, const struct pt_block *b, DecodeInsnInfo *ret) {
-        return f->kind == DECODE_FLOW_FAST && fast_blk_block_class(f->fast, b, ret);
 }
 
 int decode_flow_set_image(DecodeFlow *f, struct pt_image *img, const DecodeView *v) {

@@ -38,12 +38,23 @@ typedef enum DecodeFlowKind {
 typedef struct FastBlk FastBlk;
 typedef struct FastCache FastCache;
 
+/* The fast flow's classification of the last block's last instruction,
+ * known from its run (ip 0: not known). */
+typedef struct DecodeFlowClass {
+        uint64_t ip;
+        uint8_t kind, length;
+} DecodeFlowClass;
+
 typedef struct DecodeFlow {
         DecodeFlowKind kind;
         union {
                 struct pt_block_decoder *blk;
                 FastBlk *fast;
         };
+        /* The fast flow's query decoder and last block's class, for the
+         * calls made after every block (inline below). */
+        struct pt_query_decoder *qry;
+        const DecodeFlowClass *fast_class;
 } DecodeFlow;
 
 /* A flow over cfg's trace. The fast flow reads code through cache (the
@@ -58,7 +69,9 @@ int decode_flow_next(DecodeFlow *f, struct pt_block *b);
 int decode_flow_event(DecodeFlow *f, struct pt_event *ev);
 int decode_flow_time(DecodeFlow *f, uint64_t *tsc, uint32_t *lost_mtc, uint32_t *lost_cyc);
 int decode_flow_core_bus_ratio(DecodeFlow *f, uint32_t *cbr);
-int decode_flow_get_offset(const DecodeFlow *f, uint64_t *ret);
+static inline int decode_flow_get_offset(const DecodeFlow *f, uint64_t *ret) {
+        return f->kind == DECODE_FLOW_FAST ? pt_qry_get_offset(f->qry, ret) : pt_blk_get_offset(f->blk, ret);
+}
 int decode_flow_get_sync_offset(const DecodeFlow *f, uint64_t *ret);
 /* The address space from now on: libipt's image of view v (the fast flow
  * reads v itself). */
@@ -66,7 +79,18 @@ int decode_flow_set_image(DecodeFlow *f, struct pt_image *img, const DecodeView 
 /* The last instruction of block b (the one next() just gave) as
  * decode_insn_classify() classifies it, where the flow knows it without
  * decoding it again (the fast flow, mostly): false otherwise. */
-bool decode_flow_block_class(const DecodeFlow *f, const struct pt_block *b, DecodeInsnInfo *ret);
+static inline bool decode_flow_block_class(const DecodeFlow *f, const struct pt_block *b, DecodeInsnInfo *ret) {
+        const DecodeFlowClass *c = f->fast_class;
+
+        if (!c || b->ninsn == 0 || c->ip != b->end_ip || c->ip == 0)
+                return false;
+        *ret = (DecodeInsnInfo){
+                .kind = c->kind,
+                .length = c->length,
+                .conditional = c->kind == DECODE_BRANCH_JCC,
+        };
+        return true;
+}
 
 /* The fast flow's cache of decoded code, one per worker: keyed by the
  * isids of the worker's image cache, so emptied whenever that is reset. */

@@ -33,21 +33,6 @@
 
 #include "client/decode/worker/segment-state.h"
 
-int seg_offset(SegState *s, uint64_t *ret) {
-        uint64_t off;
-        int r;
-
-        r = decode_flow_get_offset(s->dec, &off);
-        if (r < 0)
-                return r;
-        if (s->rec.dec) {
-                /* Recovering: offsets into the copy, behind our PSB+. */
-                off = off < s->rec.header ? s->rec.resume : s->rec.resume + (off - s->rec.header);
-        }
-        *ret = off;
-        return 0;
-}
-
 int seg_resync(SegState *s) {
         uint64_t before = 0, sync = 0;
         int status;

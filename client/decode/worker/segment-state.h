@@ -90,8 +90,24 @@ int seg_flush_pwre(SegState *s);
 uint64_t seg_error_ip(SegState *s, const struct pt_block *b);
 int seg_report_error(SegState *s, int status, uint64_t ip);
 
+/* The decoder's trace offset, also while recovering. In line: the loop
+ * check asks after every block. */
+static inline int seg_offset(SegState *s, uint64_t *ret) {
+        uint64_t off;
+        int r;
+
+        r = decode_flow_get_offset(s->dec, &off);
+        if (r < 0)
+                return r;
+        if (s->rec.dec) {
+                /* Recovering: offsets into the copy, behind our PSB+. */
+                off = off < s->rec.header ? s->rec.resume : s->rec.resume + (off - s->rec.header);
+        }
+        *ret = off;
+        return 0;
+}
+
 /* recover.c */
-int seg_offset(SegState *s, uint64_t *ret); /* the decoder's trace offset, also while recovering */
 int seg_resync(SegState *s);                /* at the next PSB */
 int seg_recover(SegState *s);               /* after an error: at the next packet with a full IP */
 int seg_recovery_end(SegState *s);          /* hand back to the segment's decoder */

@@ -194,6 +194,35 @@ static int resolve_last(SegState *s) {
         return seg_resolve(s, b.ip);
 }
 
+/* The perf time before which the code at the decoder's position ran: the
+ * TSC of the first PSB+ at or after it, else the end of the CPU's trace
+ * by the side-band (its last AUX record), else none (0: the code can be
+ * placed after nothing). Not the last timing packet's time
+ * (DecodeCpuIndex.last_tsc): code after it ran later. */
+static uint64_t next_timing_bound(SegState *s) {
+        const DecodeCpuIndex *ci = s->ci;
+        uint64_t off, end;
+        size_t i;
+
+        if (!s->env->clock->has_conversion || seg_offset(s, &off) < 0)
+                return 0;
+        i = decode_cpu_index_psb_at(ci, off);
+        i = i == SIZE_MAX ? 0 : ci->psbs[i].offset == off ? i : i + 1;
+        for (; i < ci->n_psbs; i++)
+                if (ci->psbs[i].has_tsc)
+                        return perf_tsc_to_time(&s->env->clock->conversion, ci->psbs[i].tsc);
+        return decode_context_trace_end(s->env->ctx, s->at.cpu, &end) >= 0 ? end : 0;
+}
+
+/* libipt found no code at the IP: a later address space of the process
+ * may hold it (decode_attribution_later_view()); then libipt tries again
+ * there, from the same state (it fails before it moves). 1: try again. */
+static int retry_in_later_view(SegState *s, int status, const struct pt_block *b) {
+        if (pt_errcode(status) != pte_nomap)
+                return 0;
+        return decode_attribution_later_view(&s->at, seg_error_ip(s, b), next_timing_bound(s));
+}
+
 static int run(SegState *s) {
         struct pt_block block;
         int status, r;
@@ -286,6 +315,13 @@ static int run(SegState *s) {
                 /* Errors are libipt's to report and recover from. */
                 if (s->dec->kind == DECODE_FLOW_FAST)
                         return -ECANCELED;
+                r = retry_in_later_view(s, status, &block);
+                if (r < 0)
+                        return r;
+                if (r > 0) {
+                        status = 0;
+                        continue;
+                }
                 r = seg_catch_up_psbs(s);
                 if (r < 0)
                         return r;

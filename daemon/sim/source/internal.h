@@ -81,7 +81,15 @@
 #define IDLE_CPU_NS NSEC_PER_SEC
 #define PRUNE_INTERVAL_NS (100 * NSEC_PER_MSEC)
 #define PRUNE_KEEP TICKS_US(1000000)
-#define BLOCKS_MAX 200000U
+/* Decoded blocks a CPU's cache holds before it is reset (sim_cpu_flush()):
+ * a block and its arrays take about 200 bytes, so 13 MiB per CPU. A walk
+ * through much code (ptraced's own libraries, traced like any process
+ * since real_resolve() stopped leaving them out; node's 100 MB binary)
+ * decodes new blocks without end: at 200,000 the two CPUs' caches grew
+ * by 80 MiB during test-memory-max's burst, more than its margin over a
+ * copy of the rings. Resets at this size did not slow test-lookback-sim's
+ * 500 MB/s per CPU (measured 2026-11-26). */
+#define BLOCKS_MAX 65536U
 #define TRACK_PAGES_MAX 256U
 
 /* How the emulated CPUs' speed follows a Rate= above SIM_MODEL_RATE_MAX
@@ -220,6 +228,9 @@ typedef struct SimSlot {
 typedef struct SynProc {
         SynthProcess p;
         unsigned n_live;
+        /* Its COMM exec and MMAP2s are written: at the leader's first run
+         * (synthetic.c: syn_exec()); its other threads run after that. */
+        bool execed;
 } SynProc;
 
 typedef struct SynTask {
@@ -275,6 +286,10 @@ typedef struct SimCpu {
          * it for its records' pid/tid on the thread that enables or
          * disables. */
         uint64_t sb_now;
+        /* Wall time this CPU's produce() calls spent building address
+         * spaces (real_resolve()), lock waits included: for
+         * SimTraceSource.setup_ns. Producer thread only. */
+        uint64_t setup_ns;
         SynthCpu sc;
         SynthThread *idle;
         Buffer out; /* synthesized, not taken: [out_head, out.size) */
@@ -313,7 +328,6 @@ typedef struct SimCpu {
 struct SimSource {
         SimTraceSource base;
         unsigned n_cpus;
-        uint32_t self; /* our pid */
         uint64_t seed;
         uint64_t rate;  /* bytes per second */
         uint64_t floor; /* what timing packets cost with tracing off, bytes per second */

@@ -21,13 +21,19 @@ static uint64_t next_boundary(const SimCpu *c, size_t from, uint32_t pid, uint32
 static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, uint32_t pid, uint32_t tid) {
         SimSlot *sl = NULL, *old = NULL;
         size_t at = SIZE_MAX;
+        nsec_t setup_started;
         bool short_run;
         SimAs *a;
         int r;
 
-        /* Our own threads are the simulation, not the machine's work:
-         * real hardware would barely see them. */
-        if (pid == 0 || tid == 0 || pid == UINT32_MAX || pid == s->self)
+        /* The idle task and what no record names. ptraced's own threads
+         * are traced like any process: a CPU-wide intel_pt event traces
+         * every task's user code, the recorder's own included (pt.c knows
+         * no exception for it), and here they are the emulator's work,
+         * which the trace must show as busy code at the rate, not as time
+         * without trace: a ring would span far more time than its bytes at
+         * the rate (issue 14, item 3; producer.c sim_enable_tsc()). */
+        if (pid == 0 || tid == 0 || pid == UINT32_MAX)
                 return NULL;
         /* Too short to show between the guards; but a change of pid's
          * mappings that leaves the traced run's version as it was (the
@@ -36,9 +42,11 @@ static SimSlot *real_resolve(SimSource *s, SimCpu *c, size_t idx, uint64_t t, ui
         short_run = next_boundary(c, idx + 1, pid, tid) - t < s->min_run;
         if (short_run && (c->ev[idx].kind != SIM_EV_CHANGE || !c->want))
                 return NULL;
+        setup_started = now_nsec(CLOCK_MONOTONIC);
         pthread_mutex_lock(&s->lock);
         a = sim_proc_version(s, pid, t);
         pthread_mutex_unlock(&s->lock);
+        c->setup_ns += now_nsec(CLOCK_MONOTONIC) - setup_started;
         if (!a)
                 return NULL;
         for (size_t i = 0; i < c->n_slots; i++)

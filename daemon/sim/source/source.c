@@ -57,10 +57,13 @@
  *    Runs that cannot be traced get no trace (tracing off, as for idle):
  *    the idle task, kernel threads, processes unknown to the side-band or
  *    without a loadable executable mapping, runs too short to show between
- *    the guards (about 110 µs), and ptraced's own threads, which are the
- *    simulation rather than the machine's work. The simulation runs 400 µs
- *    behind the PMU's clock, so the records of a run's end are read before
- *    its trace must stop.
+ *    the guards (about 110 µs). ptraced's own threads are traced like any
+ *    other process, as a CPU-wide event traces the recorder's own code on
+ *    hardware: they are the emulator's work here, hundreds of ms of CPU
+ *    per ring-full generated, and as time without trace they made a ring
+ *    span far more time than its bytes at the rate (real.c,
+ *    real_resolve()). The simulation runs 400 µs behind the PMU's clock, so
+ *    the records of a run's end are read before its trace must stop.
  *
  * CPUs beyond this machine: synthetic processes of real programs of this
  * machine (bash, ls, perl... as ptsynth runs them; addresses from the
@@ -68,8 +71,11 @@
  * living 0.2-2 s each and replaced when they exit, scheduled in 50-400 µs
  * slices with idle periods. Their side-band goes through
  * pmu_sim_inject_sideband() as the kernel would write it: FORK (from
- * init), COMM exec, MMAP2 with build-ids of every executable segment,
- * SWITCH_CPU_WIDE out/in at the exact switch TSC, EXIT at the last
+ * init) when the process is created, then, when its leader first runs
+ * (after its switch-in, before its return to user space), COMM exec and
+ * MMAP2 with build-ids of every executable segment and its other
+ * threads' FORK (begin_new_exec() and mmap_region() write them during
+ * execve()), SWITCH_CPU_WIDE out/in around the switch, EXIT at the last
  * switch-out, the leader last. ITRACE_START comes from the emulated PMU
  * itself (pid 0 at enable, so every stream starts on the idle task). Their
  * pids are above any real pid_max (0x40000000 + CPU * 2^20).
@@ -111,7 +117,8 @@
  * dropped), address-space versions per process (4), unused images (256),
  * relocation bindings (64), the model's tombstones and ended mappings
  * (dropped 1 s behind the slowest CPU, and by the ProcMap's limits), the
- * per-CPU time lines (64 Ki entries, then resynchronised). A block of a
+ * per-CPU time lines (64 Ki entries, then resynchronised), the decoded
+ * blocks per CPU (64 Ki, then the cache is reset: BLOCKS_MAX). A block of a
  * CPU's cache remembers the mapping, and so the address space, of its
  * last indirect destination, and blocks are keyed by image ids, which are
  * recycled: a retired address space keeps its struct and its array of
@@ -200,6 +207,12 @@ static void sim_source_current(SimTraceSource *base, unsigned cpu, uint32_t *ret
 
         *ret_pid = (uint32_t)(v >> 32);
         *ret_tid = (uint32_t)v;
+}
+
+static uint64_t sim_source_setup_ns(SimTraceSource *base, unsigned cpu) {
+        SimSource *s = (SimSource *)base;
+
+        return cpu < s->n_cpus ? s->cpus[cpu].setup_ns : 0;
 }
 
 static ssize_t null_produce(SimTraceSource *src, unsigned cpu, uint64_t until_tsc, SimTraceStart how, uint8_t *buf,
@@ -309,10 +322,10 @@ int sim_trace_source_new(const SimSourceOptions *opts, SimTraceSource **ret, cha
         pthread_mutex_init(&s->lock, NULL);
         s->base.produce = sim_source_produce;
         s->base.current = sim_source_current;
+        s->base.setup_ns = sim_source_setup_ns;
         s->base.free = source_free;
         s->base.userdata = s;
         s->n_cpus = opts->n_cpus;
-        s->self = (uint32_t)getpid();
         s->seed = opts->seed;
         s->rate = opts->bytes_per_sec;
         s->epoch = 1;

@@ -120,36 +120,37 @@ static int cpu_begin(SimSource *s, SimCpu *c, uint64_t t0, CpuBegin how, uint64_
                 c->stats.restarts++;
 
         if (c->real) {
-                if (first) {
-                        /* The PMU's ITRACE_START says pid 0 from the enable
-                         * on: trace from the next switch after t0. (Only
-                         * what came before t0 goes: with lazy production
-                         * the switches of the whole stretch to generate
-                         * are queued already.) */
-                        c->n_ev = c->ev_pos = 0;
-                        sim_real_pull(s, c, t0);
-                        sim_real_forget_want(c);
-                } else {
-                        /* Catch up with what ran meanwhile: who runs at t0
-                         * is the last switch before it, resolved afresh.
-                         * Resolving every earlier one would build address
-                         * spaces for nothing, and with lazy production
-                         * (daemon/sim/producer.c) a stream may begin after
-                         * seconds of switches. */
-                        size_t last = SIZE_MAX;
+                /* Who runs at t0 is the last switch before it, resolved
+                 * afresh; resolving every earlier one would build address
+                 * spaces for nothing, and with lazy production
+                 * (daemon/sim/producer.c) a stream may begin after seconds
+                 * of switches. The first stream too: the PMU's
+                 * ITRACE_START named the task the side-band said ran at
+                 * the enable (sim_source_current(), as
+                 * perf_log_itrace_start() names current), and the switches
+                 * since are in the side-band a decoder reads, so a task
+                 * that never left the CPU since its switch-in, before t0,
+                 * is traced (test-jit-node found node's busy loop, alone
+                 * on its CPU, never traced when only switches after t0
+                 * counted). Only with no switch before t0 at all does the
+                 * trace wait for the next one. */
+                size_t last = SIZE_MAX;
 
-                        sim_real_pull(s, c, 0);
-                        for (size_t i = c->ev_pos; i < c->n_ev && c->ev[i].time <= t0; i++)
-                                if (c->ev[i].kind == SIM_EV_SWITCH)
-                                        last = i;
-                        if (last != SIZE_MAX) {
-                                c->ev_pos = last;
-                                sim_real_forget_want(c);
-                        }
-                        while (c->ev_pos < c->n_ev && c->ev[c->ev_pos].time <= t0) {
-                                sim_real_apply(s, c, c->ev_pos);
-                                c->ev_pos++;
-                        }
+                if (first) {
+                        c->n_ev = c->ev_pos = 0;
+                        sim_real_forget_want(c);
+                }
+                sim_real_pull(s, c, 0);
+                for (size_t i = c->ev_pos; i < c->n_ev && c->ev[i].time <= t0; i++)
+                        if (c->ev[i].kind == SIM_EV_SWITCH)
+                                last = i;
+                if (last != SIZE_MAX) {
+                        c->ev_pos = last;
+                        sim_real_forget_want(c);
+                }
+                while (c->ev_pos < c->n_ev && c->ev[c->ev_pos].time <= t0) {
+                        sim_real_apply(s, c, c->ev_pos);
+                        c->ev_pos++;
                 }
         } else if (!c->world) {
                 r = sim_syn_world_new(s, c);

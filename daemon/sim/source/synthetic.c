@@ -44,11 +44,11 @@ static SynTask *syn_task(SynthThread *t) {
         return t ? t->userdata : NULL;
 }
 
-/* The records of a process that starts now: FORK from init, exec, its
- * executable segments; its other threads' FORK and name. */
-static int syn_births(SimSource *s, SimCpu *c, SynProc *pr, SynTask **tasks, size_t n, uint64_t tsc) {
+/* A process that starts now: the FORK from init (copy_process() ->
+ * perf_event_fork()). The exec comes when the child first runs
+ * (syn_exec()). */
+static int syn_fork(SimSource *s, SimCpu *c, SynProc *pr, uint64_t tsc) {
         _cleanup_buffer_ Buffer b = BUFFER_NULL;
-        const SynthAddressSpace *as = pr->p.as;
         uint32_t pid = pr->p.pid;
         PerfSampleId sid = syn_sid(c, pid, pid, tsc);
         int r;
@@ -56,8 +56,27 @@ static int syn_births(SimSource *s, SimCpu *c, SynProc *pr, SynTask **tasks, siz
         r = perf_record_append_fork(&b, PERF_RECORD_FORK, pid, 1, pid, 1, sid.time, &sid);
         if (r >= 0)
                 r = syn_inject(s, c, &b);
-        if (r >= 0)
-                r = perf_record_append_comm(&b, true, pid, pid, pr->p.comm, &sid);
+        return r;
+}
+
+/* The exec of a process whose leader now runs for the first time, in its
+ * own context, as Linux writes it during execve(): begin_new_exec() ->
+ * perf_event_exec() and __set_task_comm() -> perf_event_comm(.., true)
+ * (COMM with PERF_RECORD_MISC_COMM_EXEC), then an MMAP2 per executable
+ * segment as the new image and its libraries are mapped (mmap_region()
+ * -> perf_event_mmap()), before the return to user space at the entry.
+ * The other threads are the new program's: their FORK and name come
+ * after (tasks: the process's, the leader among them). */
+static int syn_exec(SimSource *s, SimCpu *c, SynProc *pr, uint64_t tsc) {
+        _cleanup_buffer_ Buffer b = BUFFER_NULL;
+        const SynthAddressSpace *as = pr->p.as;
+        SynWorld *w = c->world;
+        uint32_t pid = pr->p.pid;
+        PerfSampleId sid = syn_sid(c, pid, pid, tsc);
+        int r;
+
+        pr->execed = true;
+        r = perf_record_append_comm(&b, true, pid, pid, pr->p.comm, &sid);
         if (r >= 0)
                 r = syn_inject(s, c, &b);
         for (size_t i = 0; r >= 0 && i < as->n_maps; i++) {
@@ -80,17 +99,18 @@ static int syn_births(SimSource *s, SimCpu *c, SynProc *pr, SynTask **tasks, siz
                                 r = syn_inject(s, c, &b);
                 }
         }
-        for (size_t i = 0; r >= 0 && i < n; i++) {
-                SynthThread *t = tasks[i]->t;
-                PerfSampleId ts = syn_sid(c, pid, t->tid, tsc);
+        for (size_t i = 0; r >= 0 && i < w->n_tasks; i++) {
+                SynTask *t = w->tasks[i];
+                PerfSampleId ts = syn_sid(c, pid, pid, tsc);
 
-                if (tasks[i]->leader)
+                if (t->proc != pr || t->leader)
                         continue;
-                r = perf_record_append_fork(&b, PERF_RECORD_FORK, pid, pid, t->tid, pid, ts.time, &ts);
+                r = perf_record_append_fork(&b, PERF_RECORD_FORK, pid, pid, t->t->tid, pid, ts.time, &ts);
                 if (r >= 0)
                         r = syn_inject(s, c, &b);
+                ts.tid = t->t->tid;
                 if (r >= 0)
-                        r = perf_record_append_comm(&b, false, pid, t->tid, pr->p.comm, &ts);
+                        r = perf_record_append_comm(&b, false, pid, t->t->tid, pr->p.comm, &ts);
                 if (r >= 0)
                         r = syn_inject(s, c, &b);
         }
@@ -190,7 +210,7 @@ static int syn_spawn(SimSource *s, SimCpu *c, SynWorld *w, uint64_t tsc) {
                         goto fail;
                 t->t->userdata = t;
         }
-        r = syn_births(s, c, pr, tasks, n, tsc);
+        r = syn_fork(s, c, pr, tsc);
         if (r < 0)
                 goto fail;
         for (unsigned i = 0; i < n; i++)
@@ -278,6 +298,10 @@ void sim_syn_flush_in(SimCpu *c, uint64_t tsc) {
         r = perf_record_append_switch_cpu_wide(&b, false, false, syn_pid(from), syn_tid(from), &si);
         if (r >= 0)
                 r = syn_inject(s, c, &b);
+        /* A new process's first run: its exec, in the kernel before the
+         * return to user space at the new image's entry. */
+        if (r >= 0 && syn_task(to) && !syn_task(to)->proc->execed)
+                r = syn_exec(s, c, syn_task(to)->proc, tsc);
         if (r < 0 && w->error >= 0)
                 w->error = r;
         sim_cpu_set_current(c, syn_pid(to), syn_tid(to));
@@ -307,7 +331,7 @@ static void syn_sched_out(SimCpu *c, uint64_t tsc) {
         sim_syn_flush_in(c, tsc); /* a switch right after a switch */
         ft = syn_task(from);
         so = syn_sid(c, syn_pid(from), syn_tid(from), tsc);
-        if (ft && ft->exit_at <= tsc) {
+        if (ft && ft->exit_at <= tsc && (!ft->leader || ft->proc->n_live == 1)) {
                 r = perf_record_append_fork(&b, PERF_RECORD_EXIT, syn_pid(from),
                                             ft->leader ? 1 : syn_pid(from), syn_tid(from), ft->ptid, so.time,
                                             &so);
@@ -350,9 +374,11 @@ static int syn_schedule(SimSource *s, SimCpu *c, SynWorld *w, uint64_t now) {
         for (size_t i = 0; i < w->n_tasks && n < ELEMENTSOF(cand); i++) {
                 SynTask *t = w->tasks[i];
 
-                if (t->exited || t->t == w->sb_cur)
+                /* The other threads are the new program's: not before
+                 * the leader's exec. */
+                if (t->exited || t->t == w->sb_cur || (!t->leader && !t->proc->execed))
                         continue;
-                if (t->exit_at <= now) {
+                if (t->exit_at <= now && t->proc->execed) {
                         /* Past its end: it runs next, to exit; a leader
                          * only once its threads are gone. */
                         if (t->leader && t->proc->n_live > 1)

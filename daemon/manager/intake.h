@@ -3,9 +3,13 @@
 
 /*
  * The side-band stage of the manager: every round drains the recorder's
- * tracking rings, orders the records across CPUs (daemon/sideband/order.h),
- * keeps them for bundles (daemon/sideband/log.h) and applies them to the
- * process model (daemon/procmap/procmap.h). Lost records are counted,
+ * tracking rings and keeps the records for bundles, raw, as they come
+ * (daemon/sideband/log.h). The process model (daemon/procmap/procmap.h)
+ * reads them from the log, sorted in place by time, only
+ * when something needs it: a snapshot, a repair, the records' expiry, the
+ * log running out of room; what lived and died between two expiries is
+ * never applied (daemon/sideband/lifetimes.h). So draining costs about a
+ * copy per record, like perf record's (issue 20). Lost records are counted,
  * logged, and repaired by re-reading /proc: a burst of losses gets one
  * rescan, at most one a second (a scan takes milliseconds the event loop
  * owes to triggers); the rest waits for housekeeping or the next snapshot.
@@ -22,7 +26,8 @@ typedef struct SidebandIntakeStats {
         uint64_t lost;     /* tracking rings: PERF_RECORD_LOST counts and corrupt rings */
         uint64_t aux_lost; /* the intel_pt events' rings: AUX/ITRACE_START records lost */
         uint64_t rescans;  /* repairs from /proc */
-        uint64_t bytes;    /* held: the log and records waiting for their round */
+        uint64_t skipped;  /* records of processes born and dead between two expiries, never applied */
+        uint64_t bytes;    /* held: the log (with its spare chunks) and what a catch-up keeps for the next */
 } SidebandIntakeStats;
 
 /* procmap: the caller's, kept up to date from here on. log_max_bytes:
@@ -31,8 +36,8 @@ int sideband_intake_new(ProcMap *procmap, uint64_t log_max_bytes, SidebandIntake
 SidebandIntake *sideband_intake_free(SidebandIntake *in);
 DEFINE_TRIVIAL_CLEANUP_FUNC(SidebandIntake *, sideband_intake_free);
 
-/* One round: read every ring, then release what every CPU has passed; with
- * flush, everything (before a snapshot: the rings were just read). */
+/* One round: read every ring into the log; with flush (before a snapshot:
+ * the rings were just read), bring the model up to date too. */
 void sideband_intake_drain(SidebandIntake *in, Recorder *r, bool flush);
 /* Make a repair owed to lost side-band: when due (housekeeping), or now
  * (force: before a snapshot's state is taken). */

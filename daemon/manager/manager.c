@@ -33,9 +33,14 @@
 #include "daemon/trigger/governor.h"
 #include "daemon/trigger/set.h"
 
-#define TICK_USEC (100 * USEC_PER_MSEC)        /* drain side-band this often */
-#define TICK_ACCURACY_USEC (5 * USEC_PER_MSEC) /* sd-event's default slack (250 ms) is too coarse */
-#define HOUSEKEEPING_EVERY 10                  /* ticks: hotplug, expiry, status */
+/* The side-band rings wake the loop at their watermark (a quarter of the
+ * ring: perf_attr_tracking()), as perf record's do; the tick drains what
+ * sits below it and does the housekeeping. A tick costs the loop a wakeup
+ * whatever the load: at 10 per second it was as much CPU as all of
+ * perf record at 1,000 fork+exec/s (issue 20). */
+#define TICK_USEC (1 * USEC_PER_SEC)            /* drain side-band this often */
+#define TICK_ACCURACY_USEC (50 * USEC_PER_MSEC) /* sd-event's default slack (250 ms) is too coarse */
+#define HOUSEKEEPING_EVERY 1                    /* ticks: hotplug, expiry, status */
 
 struct Manager {
         PtracedConfig config;

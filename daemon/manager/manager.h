@@ -4,8 +4,8 @@
 /*
  * The Manager owns everything the daemon runs and wires the stages
  * together: the event loop and every source on it, the PMU backend, the
- * recorder, the side-band (ordered, daemon/sideband/order.h; kept,
- * daemon/sideband/log.h) and the process model, the dump stage, the
+ * recorder, the side-band (kept, daemon/sideband/log.h; read by the
+ * model lazily, daemon/manager/intake.h) and the process model, the dump stage, the
  * snapshot requests (daemon/manager/requests.h), the triggers and the
  * control server. Shaped like systemd's small daemons: manager_new() builds
  * nothing that can fail at run time, manager_start() brings it all up and

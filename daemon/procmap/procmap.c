@@ -91,6 +91,17 @@ int procmap_apply(ProcMap *m, const PerfRecord *r) {
         return model_apply(m->model, r, r->sid.time, NULL);
 }
 
+void procmap_prefetch_build_id(ProcMap *m, const PerfRecord *r) {
+        uint32_t maj = r->mmap2.maj, min = r->mmap2.min;
+        uint64_t ino = r->mmap2.ino;
+        uint8_t id[PERF_BUILD_ID_MAX], size;
+
+        assert(m);
+        assert(r->type == PERF_RECORD_MMAP2);
+        (void) buildid_reader_resolve(m->buildids, -EBADF, r->mmap2.pid, r->mmap2.addr, r->mmap2.addr + r->mmap2.len,
+                                      r->mmap2.filename, &maj, &min, &ino, id, &size);
+}
+
 Model *procmap_model(ProcMap *m) {
         assert(m);
         return m->model;

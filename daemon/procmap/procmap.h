@@ -126,6 +126,10 @@ pid_t procmap_ns_pid(pid_t pid);
  * nothing, -ENOBUFS when a limit refused it (counted in the stats), or
  * -ENOMEM. */
 int procmap_apply(ProcMap *m, const PerfRecord *r);
+/* Read now, into the cache by dev/inode, the build-id of the file an MMAP2
+ * record without one maps, while the process and the file are still there:
+ * the caller applies the record later (daemon/manager/intake.c). */
+void procmap_prefetch_build_id(ProcMap *m, const PerfRecord *r);
 
 /* Drop tombstones — exited processes, exited threads, old thread names,
  * ended mappings — whose validity ended before `horizon`. */

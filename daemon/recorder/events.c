@@ -225,7 +225,11 @@ static int cpu_open_sideband(Recorder *r, RecorderCpu *c) {
         void *p;
         int fd, k;
 
-        /* Wake the event loop at a quarter of the ring. */
+        /* Wake the event loop at a quarter of the ring. perf record's rings
+         * wake at half (it sets no watermark, and the kernel's
+         * ring_buffer_init() then takes half the data size), which would
+         * halve the wakeups (issue 20), but leave half the slack to a loop
+         * busy with a snapshot or a /proc rescan. */
         perf_attr_tracking(&r->tracking, (uint32_t) (r->opts.sideband_size / 4), &attr);
         attr.read_format = RECORDER_SB_READ_FORMAT;
         fd = pmu_backend_event_open(b, &attr, -1, (int) c->cpu, -1, 0);

@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <sys/mman.h>
+
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
 #include "daemon/sideband/log.h"
@@ -7,6 +9,7 @@
 /* Records are stored back to back in chunks, each prefixed with its time
  * and size; a chunk knows its newest time, so expiry drops whole chunks. */
 #define CHUNK_SIZE (256U * 1024U)
+#define SPARE_MAX 8U
 
 typedef struct Entry {
         uint64_t time;
@@ -28,6 +31,20 @@ typedef struct Chunk {
 
 struct SidebandLog {
         Chunk *head, *tail; /* oldest first */
+        /* Dropped chunks kept for the next appends (linked by `next`): in
+         * steady state chunks expire as others fill, and a fresh 256 KiB
+         * chunk costs a page fault per page (chunk_new()), which was the
+         * biggest part of appending (issue 20). At most SPARE_MAX, and
+         * never so many that held + spare passes max_bytes. */
+        Chunk *spare;
+        unsigned n_spare;
+        /* The consumer's cursor (sideband_log_consume()): records before
+         * `cursor_off` in `cursor` were consumed, as was every chunk before
+         * it; NULL: nothing of the head chunk was. */
+        Chunk *cursor;
+        size_t cursor_off;
+        uint64_t unconsumed;         /* records appended, not consumed yet */
+        uint64_t unconsumed_dropped; /* of those, dropped for lack of memory */
         uint64_t max_bytes;
         uint64_t bytes;     /* chunks held * CHUNK_SIZE */
         uint64_t records;
@@ -99,28 +116,76 @@ int sideband_log_new(uint64_t max_bytes, SidebandLog **ret) {
         return 0;
 }
 
+/* A chunk's pages are faulted in by the kernel in one go (MAP_POPULATE):
+ * the log grows by a chunk every fraction of a second under churn until
+ * its retention is reached, and a page fault per 4 KiB written was most
+ * of what appending cost (issue 20). */
+static Chunk *chunk_new(void) {
+        void *p = mmap(NULL, sizeof(Chunk), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1,
+                       0);
+
+        return p == MAP_FAILED ? NULL : p;
+}
+
+static void chunk_free(Chunk *c) {
+        if (c)
+                (void) munmap(c, sizeof(Chunk));
+}
+
 static void drop_head(SidebandLog *l) {
         Chunk *c = l->head;
+        size_t from = l->cursor == c ? l->cursor_off : 0;
+        uint64_t n = 0;
 
         remember_running(l, c);
+        if (l->cursor == c || !l->cursor) {
+                /* The consumer has not read all of it: count what it misses. */
+                for (size_t off = 0; off < c->used;) {
+                        Entry e;
+                        memcpy(&e, c->data + off, sizeof e);
+                        n += off >= from;
+                        off += sizeof e + ALIGN_TO((size_t) e.size, (size_t) 8);
+                }
+                l->unconsumed -= n;
+                l->unconsumed_dropped += n;
+                l->cursor = NULL;
+                l->cursor_off = 0;
+        }
         l->head = c->next;
         if (!l->head)
                 l->tail = NULL;
         l->bytes -= CHUNK_SIZE;
         l->records -= c->n;
-        free(c);
+        if (l->n_spare < SPARE_MAX && l->bytes + (l->n_spare + 1) * (uint64_t) CHUNK_SIZE <= l->max_bytes) {
+                c->next = l->spare;
+                l->spare = c;
+                l->n_spare++;
+        } else
+                chunk_free(c);
+}
+
+static Chunk *take_spare(SidebandLog *l) {
+        Chunk *c = l->spare;
+
+        if (!c)
+                return NULL;
+        l->spare = c->next;
+        l->n_spare--;
+        return c;
 }
 
 SidebandLog *sideband_log_free(SidebandLog *l) {
         if (!l)
                 return NULL;
-        /* Not drop_head(): nothing will ask who ran any more. */
+        /* Not drop_head(): nothing will ask who ran, or read, any more. */
         while (l->head) {
                 Chunk *c = l->head;
 
                 l->head = c->next;
-                free(c);
+                chunk_free(c);
         }
+        for (Chunk *c; (c = take_spare(l));)
+                chunk_free(c);
         free(l->dropped_running);
         return mfree(l);
 }
@@ -137,7 +202,7 @@ int sideband_log_append(SidebandLog *l, const void *record, size_t size, uint64_
                         l->dropped_until = MAX(l->dropped_until, l->head->max_time);
                         drop_head(l);
                 }
-                c = malloc(sizeof(Chunk));
+                c = take_spare(l) ?: chunk_new();
                 if (!c)
                         return -ENOMEM;
                 c->next = NULL;
@@ -159,7 +224,51 @@ int sideband_log_append(SidebandLog *l, const void *record, size_t size, uint64_
         c->max_time = MAX(c->max_time, time);
         c->n++;
         l->records++;
+        l->unconsumed++;
         return 0;
+}
+
+int sideband_log_consume(SidebandLog *l, uint64_t until, SidebandLogVisit visit, void *userdata) {
+        Chunk *c = l->cursor ?: l->head;
+        size_t off = l->cursor ? l->cursor_off : 0;
+        uint64_t n = 0;
+        int r = 0;
+
+        for (; c; c = c->next, off = 0) {
+                if (until != UINT64_MAX && (c->max_time >= until || c == l->tail))
+                        break;
+                for (; off < c->used;) {
+                        Entry e;
+
+                        memcpy(&e, c->data + off, sizeof e);
+                        r = visit(c->data + off + sizeof e, e.size, e.time, userdata);
+                        off += sizeof e + ALIGN_TO((size_t) e.size, (size_t) 8);
+                        n++;
+                        if (r < 0)
+                                break;
+                }
+                l->cursor = c;
+                l->cursor_off = off;
+                if (r < 0)
+                        break;
+        }
+        l->unconsumed -= n;
+        return r < 0 ? r : (int) MIN(n, (uint64_t) INT32_MAX);
+}
+
+uint64_t sideband_log_unconsumed(SidebandLog *l) {
+        return l->unconsumed;
+}
+
+uint64_t sideband_log_take_unconsumed_dropped(SidebandLog *l) {
+        uint64_t n = l->unconsumed_dropped;
+
+        l->unconsumed_dropped = 0;
+        return n;
+}
+
+bool sideband_log_near_full(SidebandLog *l) {
+        return l->bytes + 2 * (uint64_t) CHUNK_SIZE > l->max_bytes;
 }
 
 void sideband_log_expire(SidebandLog *l, uint64_t before) {
@@ -244,6 +353,10 @@ int sideband_log_running_at(SidebandLog *l, uint64_t t0, SidebandRunning *ret, s
 
 uint64_t sideband_log_bytes(SidebandLog *l) {
         return l->bytes;
+}
+
+uint64_t sideband_log_spare_bytes(SidebandLog *l) {
+        return (uint64_t) l->n_spare * CHUNK_SIZE;
 }
 
 uint64_t sideband_log_records(SidebandLog *l) {

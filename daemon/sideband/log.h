@@ -56,6 +56,27 @@ typedef struct SidebandRunning {
 int sideband_log_running_at(SidebandLog *l, uint64_t t0, SidebandRunning *ret, size_t n);
 
 uint64_t sideband_log_bytes(SidebandLog *l);
+/* Memory of dropped chunks kept for the next appends (reused, so a steady
+ * stream neither allocates nor faults pages in); held + spare never passes
+ * max_bytes. */
+uint64_t sideband_log_spare_bytes(SidebandLog *l);
+/*
+ * One consumer reads the records once, in the order they were appended
+ * (not sorted), behind the appends: the process model, which the daemon
+ * brings up to date only when something needs it (issue 20). Visit every
+ * record not consumed yet (until == UINT64_MAX), or those of the whole
+ * chunks, bar the one being written, whose newest record is older than
+ * until; they are consumed. A negative return of visit stops there (that
+ * record is consumed) and is returned; else the number visited.
+ */
+typedef int (*SidebandLogVisit)(const void *record, size_t size, uint64_t time, void *userdata);
+int sideband_log_consume(SidebandLog *l, uint64_t until, SidebandLogVisit visit, void *userdata);
+uint64_t sideband_log_unconsumed(SidebandLog *l);
+/* Records dropped for lack of memory before they were consumed, since the
+ * previous call: the consumer's loss. */
+uint64_t sideband_log_take_unconsumed_dropped(SidebandLog *l);
+/* The next chunk or two will drop the oldest records: consume them first. */
+bool sideband_log_near_full(SidebandLog *l);
 /* For tests: records held. */
 uint64_t sideband_log_records(SidebandLog *l);
 /* The time of the newest record dropped for lack of memory (0: none);

@@ -27,16 +27,13 @@
 #define FIRST_EMULATED_CPU 32 /* beyond any CPU this machine has */
 #define N_CPUS 36
 
+/* Anonymous memory: what the daemon holds. File pages the dump thread
+ * maps while reading images are page cache, not ours. */
 static uint64_t rss_bytes(void) {
-        _cleanup_free_ char *s = NULL;
-        const char *p;
+        uint64_t v = test_rss_anon();
 
-        ASSERT_OK(read_full_file("/proc/self/status", 1 << 20, &s, NULL));
-        /* Anonymous memory: what the daemon holds. File pages the dump
-         * thread maps while reading images are page cache, not ours. */
-        p = strstr(s, "RssAnon:");
-        ASSERT_NOT_NULL(p);
-        return strtoull(p + 8, NULL, 10) * 1024;
+        ASSERT_TRUE(v > 0);
+        return v;
 }
 
 typedef struct Done {

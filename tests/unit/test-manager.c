@@ -331,6 +331,91 @@ static void test_late_sideband(void) {
         ASSERT_OK(rm_rf(dir));
 }
 
+typedef struct Frozen {
+        bool called;
+        uint64_t processes; /* the model's, as the freeze was done */
+} Frozen;
+
+static void on_frozen_model(Manager *m, const struct RecorderSnapshot *s, uint64_t seq, void *userdata) {
+        Frozen *f = userdata;
+        SnapshotStats st;
+
+        manager_get_stats(m, &st);
+        f->called = true;
+        f->processes = st.procmap_processes;
+}
+
+/* A flight recorder freezes first: the side-band drained but not applied
+ * to the process model yet (daemon/manager/intake.h: the model reads the
+ * log lazily) is applied after the freeze, never between the trigger and
+ * the freeze, so the freeze's latency does not grow with the records
+ * waiting. The hook runs once the freeze is done and before the snapshot's
+ * own drain: the model must not have the processes the log holds yet, and
+ * must have them once the snapshot was handed on. */
+static void test_freeze_before_catch_up(void) {
+        char dir[] = "/tmp/test-manager-XXXXXX";
+        _cleanup_(manager_freep) Manager *m = NULL;
+        unsigned cpu = (unsigned) sysconf(_SC_NPROCESSORS_CONF); /* one past the real CPUs: emulated */
+        const unsigned n = 2000;
+        Frozen f = {};
+        SnapshotStats st0, st;
+        PtracedConfig c;
+        Done d = {};
+
+        if (cpu > 15)
+                test_skip("this machine has too many CPUs for an emulated one beyond them to be cheap here");
+        test_config(dir, &c);
+        c.buffer_size = 64 * 1024;
+        c.sideband_buffer_size = 1 << 20;
+        c.image_max = 4096;
+        manager_block_signals();
+        PmuBackend *b = sim_test_backend_new(cpu + 1, 1 << 20, NULL);
+        ASSERT_OK(manager_new(&c, b, &m));
+        ptraced_config_done(&c);
+        manager_set_snapshot_hook(m, on_frozen_model, &f);
+        ASSERT_OK(manager_start(m, 0));
+        for (nsec_t t0 = now_nsec(CLOCK_MONOTONIC); now_nsec(CLOCK_MONOTONIC) - t0 < 200 * NSEC_PER_MSEC;)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+        manager_get_stats(m, &st0);
+
+        /* n live processes (no EXIT: nothing a catch-up may skip), drained
+         * into the log by the loop as the ring fills. */
+        for (unsigned i = 0; i < n; i++) {
+                _cleanup_buffer_ Buffer r = BUFFER_NULL;
+                uint32_t pid = 3000000 + i;
+                PerfSampleId sid = { .pid = pid, .tid = pid, .time = now_nsec(CLOCK_MONOTONIC), .cpu = cpu,
+                                     .sample_type = PTRACED_SAMPLE_TYPE };
+
+                ASSERT_OK(perf_record_append_fork(&r, PERF_RECORD_FORK, pid, 1, pid, 1, sid.time, &sid));
+                sid.time++;
+                ASSERT_OK(perf_record_append_comm(&r, true, pid, pid, "waiting", &sid));
+                inject(m, cpu, &r);
+                if (i % 100 == 99)
+                        ASSERT_OK(sd_event_run(manager_get_event(m), 0));
+        }
+        for (int i = 0; i < 5; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 10 * USEC_PER_MSEC));
+
+        manager_trigger(m, request("lazy", &d));
+        for (int i = 0; i < 300 && !f.called; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
+        ASSERT_TRUE(f.called);
+        manager_get_stats(m, &st);
+        printf("  model: %" PRIu64 " processes before, %" PRIu64 " at the freeze, %" PRIu64
+               " after it (%u injected); frozen %" PRIu64 " us after the trigger\n",
+               st0.procmap_processes, f.processes, st.procmap_processes, n, st.last_freeze_latency_ns / 1000);
+        ASSERT_TRUE(f.processes < st0.procmap_processes + n);
+        ASSERT_TRUE(st.procmap_processes >= st0.procmap_processes + n);
+        for (int i = 0; i < 1200 && !d.called; i++)
+                ASSERT_OK(sd_event_run(manager_get_event(m), 50 * USEC_PER_MSEC));
+        ASSERT_TRUE(d.called);
+        ASSERT_OK(d.error);
+
+        m = manager_free(m);
+        free(d.path);
+        ASSERT_OK(rm_rf(dir));
+}
+
 /* A bundle that cannot fit under MaxBundleSize= even with every old one
  * removed is refused before anything is written, the limit named. */
 static void test_max_bundle_size(void) {
@@ -546,4 +631,4 @@ static void test_running_since_before_window(void) {
 }
 
 RUN_TESTS(TEST(test_manager), TEST(test_late_sideband), TEST(test_max_bundle_size), TEST(test_aux_flags),
-          TEST(test_sideband_dropped), TEST(test_running_since_before_window));
+          TEST(test_sideband_dropped), TEST(test_freeze_before_catch_up), TEST(test_running_since_before_window));

@@ -105,6 +105,23 @@ typedef struct TestCase {
 /* Run the given tests; with an argument, only those whose name contains
  * it; with "-WORD", all but those (meson runs a test that needs what a
  * machine may lack, such as the real traces, on its own, so it can skip). */
+/* The process's anonymous resident memory, in bytes (RssAnon of
+ * /proc/self/status): what it holds itself, not the page cache of files
+ * it maps; 0 when unreadable. */
+static inline uint64_t test_rss_anon(void) {
+        char line[256];
+        uint64_t kib = 0;
+        FILE *f = fopen("/proc/self/status", "re");
+
+        if (!f)
+                return 0;
+        while (fgets(line, sizeof line, f))
+                if (sscanf(line, "RssAnon: %" SCNu64, &kib) == 1)
+                        break;
+        fclose(f);
+        return kib * 1024;
+}
+
 static inline int test_run(const TestCase *tests, size_t n, int argc, char **argv) {
         for (size_t i = 0; i < n; i++) {
                 if (argc > 1 && argv[1][0] == '-' && strstr(tests[i].name, argv[1] + 1))

@@ -18,7 +18,9 @@
 # Load: the emulated PMU generates a ring-full of trace per CPU at each
 # DISABLE, within a budget (40 ns of wall time per byte of the ring, at
 # most 1 s); a CPU whose generation runs out of it leaves the older
-# part of its ring empty, and the test takes another bundle (up to five).
+# part of its ring empty, or (a span over twice its budget) its newest
+# milliseconds without trace, and the test takes another bundle (up to
+# five).
 # It skips only when a bundle's own figures prove the machine too slow:
 # some CPU's generated trace was at the rate, and the bytes generated over
 # the freeze's time (the DISABLEs' generation) put a ring-full beyond the
@@ -163,6 +165,25 @@ for c in man["cpus"]:
     cpus[cpu] = (secs, density, c["buffer_size"])
     print(f"CPU {cpu}: {made[cpu]} bytes in a {c['buffer_size']}-byte ring; "
           f"decode spans {secs * 1e3:.3f} ms: {density / 1e6:.1f} MB/s")
+# A span that overran twice its budget stops there, and the time up to the
+# DISABLE passes without trace (daemon/sim/producer.c, ptraced(8)): the
+# ring is full but of older trace, the DISABLE's end of it milliseconds
+# after its last branch, and the density over the whole looks low. That
+# is the machine's load, like a ring the emulator could not fill: take
+# another bundle. Decoded only for a CPU whose density is off.
+for cpu, (secs, density, _) in cpus.items():
+    if abs(density - RATE) <= 0.10 * RATE:
+        continue
+    p = subprocess.run([ptctl, "decode", "-q", "--format=branches", "--fields=time", "--cpu", str(cpu), bundle],
+                       stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    times = p.stdout.split()
+    last_branch = float(times[-1]) if times else 0.0
+    last = float(decoded[cpu][1])
+    if times and last - last_branch > 1e-3:
+        print(f"CPU {cpu}: its trace stops {(last - last_branch) * 1e3:.3f} ms before the DISABLE "
+              f"(generation over twice its budget; {man['trigger']['details']['freeze_latency_ns'] / 1e6:.0f} ms "
+              "freeze): another bundle")
+        sys.exit(2)
 window = min(s for s, _, _ in cpus.values())
 
 # list and info show the bundle's recorded window, the time every CPU

@@ -114,6 +114,32 @@ for line in open(sys.argv[1], errors="replace"):
 print(deepest, gain)
 EOF
 )
+# An exec empties the stack of the thread that made it, as perf's
+# thread_stack__process() does ("Flush stack on exec"): the bc loop's
+# subshells exec bc, and each one's first line as bc is at depth 0 (the
+# shell's frames were carried over, 5 to 38 deep, before).
+python3 - "$tmp/calls-cpu" <<'EOF' || fail "calls keeps frames of the program a thread exec'd from"
+import re, sys
+line_re = re.compile(r"^\S+ \[(\d+)\] (.*?)/(-?\d+) (?:\[(\d+)\])?( *)(->|<-|\[)")
+last, execs, bad = {}, 0, []
+for line in open(sys.argv[1], errors="replace"):
+    x = line_re.match(line)
+    if not x:
+        continue
+    key, comm = (x.group(1), x.group(3)), x.group(2)
+    depth = int(x.group(4)) if x.group(4) else len(x.group(5)) // 2
+    if key in last and last[key] != comm:
+        execs += 1
+        if depth != 0:
+            bad.append(line.rstrip()[:160])
+    last[key] = comm
+print(f"calls: {execs} threads seen to change comm (exec), {len(bad)} not starting at depth 0")
+if execs == 0:
+    sys.exit("no exec in the window, though bc runs in a loop")
+for b in bad[:3]:
+    print("  " + b, file=sys.stderr)
+sys.exit(1 if bad else 0)
+EOF
 # A folded line: comm;base;frame... weight. Frames below comm.
 folded_depth=$(awk '{ n = split($1, f, ";") - 1; if (n > m) m = n } END { print m + 0 }' "$tmp/folded")
 echo "trace $trace_bytes bytes; calls: deepest chain $calls_depth calls ($calls_gain in one stretch);" \

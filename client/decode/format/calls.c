@@ -174,6 +174,10 @@ static int calls_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void 
                 return -ENOMEM;
         s->last_thread = t;
         s->last_key = key;
+        if (r->type == DECODE_RECORD_BLOCK)
+                return 0;
+        if (decode_call_stack_exec(&t->stack, r->pid, r->tid, decode_format_comm_cached(env, c, r)))
+                t->stack.n = 0;
         switch (r->type) {
         case DECODE_RECORD_BRANCH: {
                 DecodeBranchKind k = r->kind;
@@ -369,16 +373,13 @@ static const char *frame_name(const DecodeFormatEnv *env, DecodeFormatCache *c, 
         return strpool_intern(&s->names, n, strlen(n));
 }
 
-static FoldThread *fold_thread(const DecodeFormatEnv *env, FoldState *s, const DecodeSegmentResult *seg,
-                               const DecodeRecord *r) {
-        uint64_t key = thread_key(env, seg->cpu, r->tid);
-        FoldThread *t = u64map_get(&s->threads, key);
-        const char *comm;
+/* The root of the stacks of r's thread under its name at r: comm, or
+ * decode_format_comm()'s if NULL. */
+static FoldNode *fold_root(const DecodeFormatEnv *env, FoldState *s, const DecodeRecord *r, const char *comm) {
         FoldNode *root;
 
-        if (t)
-                return t;
-        comm = decode_format_comm(env, r);
+        if (!comm)
+                comm = decode_format_comm(env, r);
         if (!comm)
                 comm = r->tid == DECODE_PID_UNKNOWN ? "[unknown]" : "[tid]";
         comm = strpool_intern(&s->names, comm, strlen(comm));
@@ -390,6 +391,20 @@ static FoldThread *fold_thread(const DecodeFormatEnv *env, FoldState *s, const D
                 if (!root || u64map_put(&s->roots, (uint64_t) (uintptr_t) comm, root) < 0)
                         return NULL;
         }
+        return root;
+}
+
+static FoldThread *fold_thread(const DecodeFormatEnv *env, FoldState *s, const DecodeSegmentResult *seg,
+                               const DecodeRecord *r) {
+        uint64_t key = thread_key(env, seg->cpu, r->tid);
+        FoldThread *t = u64map_get(&s->threads, key);
+        FoldNode *root;
+
+        if (t)
+                return t;
+        root = fold_root(env, s, r, NULL);
+        if (!root)
+                return NULL;
         t = calloc(1, sizeof(*t));
         if (!t)
                 return NULL;
@@ -469,6 +484,17 @@ static int fold_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, void *
         if (!t)
                 return -ENOMEM;
         fc->last_thread = t;
+        {
+                const char *comm = decode_format_comm_cached(env, c, r);
+
+                if (decode_call_stack_exec(&t->stack, r->pid, r->tid, comm)) {
+                        /* The new program's stacks hang below its name. */
+                        t->root = t->cur = fold_root(env, s, r, comm);
+                        if (!t->root)
+                                return -ENOMEM;
+                        t->stack.n = 0;
+                }
+        }
 
         /* The code before this record ran in the function we were in; if
          * we do not know it yet, the record's own address tells. */

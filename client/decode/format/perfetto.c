@@ -558,6 +558,9 @@ static int perfetto_consume(const DecodeFormatEnv *env, DecodeFormatCache *c, vo
         t->last_ts = ts;
         if (cpu_switch(env, s, cpu, r, ts, b) < 0)
                 return -ENOMEM;
+        if (decode_call_stack_exec(&t->stack, r->pid, r->tid, decode_format_comm_cached(env, c, r)) &&
+            close_frames(s, t, t->stack.n, ts, b) < 0)
+                return -ENOMEM;
 
         if (r->type == DECODE_RECORD_ERROR) {
                 /* Where the decoder lost its way, the stack is unknown. */

@@ -2,6 +2,7 @@
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "client/decode/format/stack.h"
 #include "client/decode/insn.h"
@@ -34,4 +35,16 @@ size_t decode_call_stack_match(const DecodeCallStack *s, uint64_t to) {
                         return s->n - (i - 1);
         /* No frame: all of them were left without a return we saw. */
         return s->n;
+}
+
+bool decode_call_stack_exec(DecodeCallStack *s, int32_t pid, int32_t tid, const char *comm) {
+        bool changed;
+
+        if (!comm || pid != tid || pid <= 0)
+                return false;
+        /* Names come from the process model, one string per COMM record
+         * mostly: compared by address first. */
+        changed = s->comm && s->comm != comm && strcmp(s->comm, comm) != 0;
+        s->comm = comm;
+        return changed;
 }

@@ -21,6 +21,11 @@
  * stack they were all left without a return we saw, so all are closed.
  * Either way the stack never grows past what was seen called and not yet
  * left, and never past DECODE_CALL_STACK_MAX frames.
+ *
+ * An exec empties the stack of the thread that made it: the old program's
+ * frames can never be returned to. As perf's thread_stack__process()
+ * ("Flush stack on exec", tools/perf/util/thread-stack.c): when a
+ * thread-group leader's comm changes (decode_call_stack_exec()).
  */
 
 #include <stdbool.h>
@@ -32,6 +37,7 @@
 typedef struct DecodeCallStack {
         uint64_t *sites; /* the address of each frame's call, bottom first */
         size_t n, allocated;
+        const char *comm; /* the thread's name at its last record, NULL before */
 } DecodeCallStack;
 
 void decode_call_stack_done(DecodeCallStack *s);
@@ -49,3 +55,10 @@ size_t decode_call_stack_match(const DecodeCallStack *s, uint64_t to);
 static inline void decode_call_stack_pop(DecodeCallStack *s, size_t n) {
         s->n = n < s->n ? s->n - n : 0;
 }
+
+/* Notes the name of the thread at a record of it (comm: NULL when not
+ * known). True when the thread is a thread-group leader (pid == tid)
+ * whose name changed since its last record, an exec: the caller closes
+ * every frame (perf: __thread_stack__flush()). The stack is not emptied
+ * here, so that the caller can close the frames one by one. */
+bool decode_call_stack_exec(DecodeCallStack *s, int32_t pid, int32_t tid, const char *comm);

@@ -220,8 +220,9 @@ for cpu, (secs, rate, size) in cpus.items():
               "less than Lookback=20ms")
         ok = False
 
-# The regime the defect is about: the busiest CPU's ring laps within one
-# 100 ms tick of the daemon, so reading aux_head once a tick would alias.
+# The regime the defect is about: the busiest CPU's ring laps within
+# 100 ms, well within one tick of the daemon (1 s), so reading aux_head
+# once a tick would alias.
 lap = min(size / rate for _, rate, size in cpus.values())
 if lap >= 0.1:
     print(f"the busiest CPU's ring laps every {lap * 1e3:.1f} ms: not the regime this test is about")

@@ -142,11 +142,11 @@ else
         # What perf made of node, for the next time this fails.
         {
             echo "ptctl's first branches through jitted-$npid-*.so:"
-            grep -m3 "jitted-$npid-" "$tmp/branches" | sed 's/^/  /'
+            grep -m3 "jitted-$npid-" "$tmp/branches" | sed 's/^/  /' || true
             echo "perf script: $(grep -c " $npid/\| $npid " "$tmp/perf.script" || true) lines of node's tid," \
                 "$(grep -c "unknown" "$tmp/perf.script" || true) [unknown]; its warnings:"
-            grep -v '^$' "$tmp/perf.err" | tail -n 5 | sed 's/^/  /'
-            echo "perf inject --jit:"; tail -n 3 "$tmp/inject.log" | sed 's/^/  /'
+            grep -v '^$' "$tmp/perf.err" | tail -n 5 | sed 's/^/  /' || true
+            echo "perf inject --jit:"; tail -n 3 "$tmp/inject.log" | sed 's/^/  /' || true
         } >&2
         fail "ptctl names code of jitdump loads, perf script none through jitted-$npid-*.so ($(grep -c perf-"$npid".map "$tmp/perf.script") branches in /tmp/perf-$npid.map)"
     fi

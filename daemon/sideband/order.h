@@ -11,9 +11,12 @@
  * rest waits for the next round; a flush releases everything (right after
  * every ring was read to its end, before a snapshot).
  *
- * Records are copied in, so the rings can move on. The daemon's manager
- * and the tests' reader of the real kernel's side-band
- * (tests/system/sideband-reader.c) both order with this.
+ * Records are copied in, so the rings can move on. The tests' reader of
+ * the real kernel's side-band (tests/system/sideband-reader.c) orders with
+ * this. The daemon no longer does: it keeps records raw in its log as they
+ * are drained, and a catch-up of the process model sorts the log's
+ * records by time, then drain order, when it needs them
+ * (daemon/manager/intake.c catch_up(); the same order a flush gives here).
  */
 
 #include "common/basic/macro.h"

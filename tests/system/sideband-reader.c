@@ -21,7 +21,7 @@ struct SidebandReader {
         TrackingFeatures features;
         Ring *rings;
         size_t n_rings;
-        SidebandOrder *order; /* the daemon's ordering: daemon/sideband/order.h */
+        SidebandOrder *order; /* perf's rounds: daemon/sideband/order.h */
 };
 
 SidebandReader *sideband_reader_free(SidebandReader *s) {

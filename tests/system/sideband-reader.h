@@ -5,8 +5,9 @@
  * Test helper: the real kernel's side-band, as ptraced reads it. Opens the
  * dummy tracking event (perf_attr_tracking(), all features the kernel
  * accepts) on every online CPU, maps a ring per CPU and hands the records
- * over in time order across CPUs with the daemon's own ordering
- * (daemon/sideband/order.h, perf's "finished round" rule): each poll
+ * over in time order across CPUs (daemon/sideband/order.h, perf's
+ * "finished round" rule; the daemon itself sorts its log lazily, in the
+ * same order, daemon/manager/intake.c catch_up()): each poll
  * drains every ring once (a round) and delivers what every ring has been
  * read past; a flush delivers everything.
  */

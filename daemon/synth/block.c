@@ -1,5 +1,7 @@
 /* SPDX-License-Identifier: MIT */
 
+#include <sys/mman.h>
+
 #include <Zydis/Zydis.h>
 
 #include "daemon/synth/block.h"
@@ -27,9 +29,19 @@ int synth_block_cache_init(SynthBlockCache *c) {
         return 0;
 }
 
+/* Chunks are mapped, not taken from malloc: a CPU's cache is thrown away
+ * whole and built again (BLOCKS_MAX, sim_cpu_flush()) on whatever thread
+ * generates, ptraced's main one included (a freeze's DISABLE). Taken from
+ * the main heap, the chunks of a freed cache were not all reused by the
+ * next one and the heap grew by several caches' worth within one burst of
+ * test-memory-max (100-140 MiB, most of its brk calls from here, seen with
+ * gdb), next to a bound of 128 MiB. Mapped, a reset gives them back to the
+ * kernel, and a new chunk comes zeroed. Each starts with its size. */
+#define CHUNK_HEADER 64U
+
 static void arena_done(SynthArena *a) {
         for (size_t i = 0; i < a->n_chunks; i++)
-                free(a->chunks[i]);
+                (void) munmap(a->chunks[i], *(size_t *)a->chunks[i]);
         free(a->chunks);
         *a = (SynthArena){};
 }
@@ -51,20 +63,20 @@ static void *arena_alloc_aligned(SynthArena *c, size_t n, size_t align) {
         n = ALIGN_TO(n, (size_t)8);
         pad = c->cur ? (size_t)(-(uintptr_t)c->cur & (align - 1)) : 0;
         if (!c->cur || n + pad > c->left) {
-                size_t sz = MAX((size_t)CHUNK_SIZE, ALIGN_TO(n, (size_t)64));
+                size_t sz = ALIGN_TO(n + CHUNK_HEADER, (size_t)CHUNK_SIZE); /* whole pages */
                 void **a = realloc(c->chunks, (c->n_chunks + 1) * sizeof *a);
 
                 if (!a)
                         return NULL;
                 c->chunks = a;
-                /* Chunks start on a cache line, like the blocks in them. */
-                p = aligned_alloc(64, sz);
-                if (!p)
+                /* Blocks start on a cache line: the header keeps that. */
+                p = mmap(NULL, sz, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+                if (p == MAP_FAILED)
                         return NULL;
-                memset(p, 0, sz);
+                *(size_t *)p = sz;
                 c->chunks[c->n_chunks++] = p;
-                c->cur = p;
-                c->left = sz;
+                c->cur = (uint8_t *)p + CHUNK_HEADER;
+                c->left = sz - CHUNK_HEADER;
                 pad = 0;
         }
         p = c->cur + pad;

@@ -156,14 +156,6 @@ const char *strpool_intern(StrPool *p, const char *s, size_t len) {
         return e->s;
 }
 
-int buf_puts(Buffer *b, const char *s) {
-        return buffer_append(b, s, strlen(s));
-}
-
-int buf_putc(Buffer *b, char c) {
-        return buffer_append(b, &c, 1);
-}
-
 int buf_printf(Buffer *b, const char *fmt, ...) {
         va_list ap;
         int n;

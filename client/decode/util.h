@@ -4,6 +4,7 @@
 /* Small containers the decoder stages share. */
 
 #include <stdarg.h>
+#include <string.h>
 
 #include "common/basic/buffer.h"
 #include "common/basic/macro.h"
@@ -39,9 +40,29 @@ void strpool_done(StrPool *p);
 /* Returns the interned copy of s[0..len) (NUL-terminated), NULL on OOM. */
 const char *strpool_intern(StrPool *p, const char *s, size_t len);
 
-/* Fast formatting into a Buffer: the text formats print millions of lines. */
-int buf_puts(Buffer *b, const char *s);
-int buf_putc(Buffer *b, char c);
+/* Fast formatting into a Buffer: the text formats print millions of lines.
+ * buf_puts() and buf_putc() are inline, with the buffer's room checked
+ * here and buffer_append() called only to grow it: --format=calls calls
+ * them several times a line on its one consuming thread, and a literal's
+ * strlen() then folds away. */
+static inline int buf_puts(Buffer *b, const char *s) {
+        size_t n = strlen(s);
+
+        if (b->data && n <= b->allocated - b->size) {
+                memcpy(b->data + b->size, s, n);
+                b->size += n;
+                return 0;
+        }
+        return buffer_append(b, s, n);
+}
+
+static inline int buf_putc(Buffer *b, char c) {
+        if (b->size < b->allocated) {
+                b->data[b->size++] = (uint8_t) c;
+                return 0;
+        }
+        return buffer_append(b, &c, 1);
+}
 int buf_printf(Buffer *b, const char *fmt, ...) _printf_(2, 3);
 /* "0x" + lowercase hex without padding. */
 int buf_hex(Buffer *b, uint64_t v);

@@ -99,8 +99,8 @@ static int put_time(const DecodeFormatEnv *env, CallsState *s, const DecodeRecor
  * is most of every line. */
 static int put_prefix(const DecodeFormatEnv *env, DecodeFormatCache *c, CallsState *s,
                       const DecodeSegmentResult *seg, const DecodeRecord *r, int depth, Buffer *b) {
-        const char *comm = decode_format_comm_cached(env, c, r) ?: "?";
-        size_t comm_len = strlen(comm);
+        const char *comm = decode_format_comm_cached(env, c, r);
+        size_t comm_len = comm ? c->comm_len : 1;
         int indent = MIN(depth, MAX_INDENT);
 
         if (put_time(env, s, r, b) < 0)
@@ -112,7 +112,7 @@ static int put_prefix(const DecodeFormatEnv *env, DecodeFormatCache *c, CallsSta
                 buf_str_fast(b, seg->cpu < 10 ? "00" : "0", seg->cpu < 10 ? 2 : 1);
         buf_u64_fast(b, seg->cpu);
         buf_str_fast(b, "] ", 2);
-        buf_str_fast(b, comm, comm_len);
+        buf_str_fast(b, comm ?: "?", comm_len);
         b->data[b->size++] = '/';
         buf_i64_fast(b, r->tid);
         b->data[b->size++] = ' ';
@@ -159,7 +159,8 @@ static int put_dso_change(const DecodeFormatEnv *env, DecodeFormatCache *c, cons
                           const DecodeSymbol *to, Buffer *b) {
         const DecodeSymbol *from = r->from ? decode_sym(env, c, r->view, r->from) : NULL;
 
-        if (to && to->dso && (!from || !from->dso || !streq(from->dso, to->dso)))
+        /* Names of one image are one string: compared by address first. */
+        if (to && to->dso && (!from || !from->dso || (from->dso != to->dso && !streq(from->dso, to->dso))))
                 return put_wrapped(b, " (", to->dso, ')');
         return 0;
 }

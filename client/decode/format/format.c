@@ -107,6 +107,19 @@ int decode_format_output(const DecodeFormatter *f, const DecodeFormatEnv *env, D
         return 0;
 }
 
+/* v < 10^width in exactly width digits: "%0<width>" PRIu64 without
+ * printf, on every line whose time is not the line before's. */
+static int put_zero_padded(Buffer *b, uint64_t v, unsigned width) {
+        if (buffer_reserve(b, width) < 0)
+                return -ENOMEM;
+        for (unsigned i = width; i > 0; i--) {
+                b->data[b->size + i - 1] = (uint8_t) ('0' + v % 10);
+                v /= 10;
+        }
+        b->size += width;
+        return 0;
+}
+
 int decode_put_time(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer *b) {
         uint64_t t;
 
@@ -117,7 +130,7 @@ int decode_put_time(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer *b
                 return buf_u64(b, t); /* TSC ticks: no conversion known */
         if (buf_u64(b, t / NSEC_PER_SEC) < 0 || buf_putc(b, '.') < 0)
                 return -ENOMEM;
-        return buf_printf(b, "%09" PRIu64, t % NSEC_PER_SEC);
+        return put_zero_padded(b, t % NSEC_PER_SEC, 9);
 }
 
 int decode_put_time_cached(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeRecord *r, Buffer *b) {
@@ -143,10 +156,14 @@ const char *decode_format_comm_cached(const DecodeFormatEnv *env, DecodeFormatCa
         /* decode_format_comm() depends on the thread and, through the
          * time, on the TSC. */
         uint8_t flags = r->flags & DECODE_RECORD_HAS_TIME;
+        const char *comm;
 
         if (c->has_comm && c->comm_tid == r->tid && c->comm_flags == flags && (!flags || c->comm_tsc == r->tsc))
                 return c->comm;
-        c->comm = decode_format_comm(env, r);
+        comm = decode_format_comm(env, r);
+        if (!c->has_comm || comm != c->comm)
+                c->comm_len = comm ? strlen(comm) : 0;
+        c->comm = comm;
         c->has_comm = true;
         c->comm_tid = r->tid;
         c->comm_flags = flags;
@@ -165,7 +182,10 @@ int decode_put_reltime(const DecodeFormatEnv *env, const DecodeRecord *r, Buffer
                                      &ns) < 0)
                 return decode_put_time(env, r, b);
         t = ns;
-        return buf_printf(b, "%c%" PRIu64 ".%06" PRIu64 "ms", neg ? '-' : '+', t / 1000000, t % 1000000);
+        if (buf_putc(b, neg ? '-' : '+') < 0 || buf_u64(b, t / 1000000) < 0 || buf_putc(b, '.') < 0 ||
+            put_zero_padded(b, t % 1000000, 6) < 0)
+                return -ENOMEM;
+        return buf_puts(b, "ms");
 }
 
 const DecodeSymbol *decode_sym(const DecodeFormatEnv *env, DecodeFormatCache *c, const DecodeView *v,

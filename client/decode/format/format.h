@@ -76,6 +76,7 @@ typedef struct DecodeFormatCache {
         int32_t comm_tid;
         uint64_t comm_tsc;
         const char *comm;
+        size_t comm_len; /* strlen(comm), kept while the name is the same string */
 } DecodeFormatCache;
 
 /* decode_put_time() and decode_format_comm() through c. */

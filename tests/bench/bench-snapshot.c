@@ -38,7 +38,9 @@
 #include <getopt.h>
 #include <inttypes.h>
 #include <poll.h>
+#include <pthread.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "common/basic/parse-util.h"
 #include "common/pt/event-config.h"
@@ -86,6 +88,8 @@ typedef struct Result {
         uint64_t wait_p50, disable_p50, enable_p50;
         uint64_t copied_p50; /* bytes per CPU */
         uint64_t memcpy_p50, memcpy_idle_p50;
+        unsigned copies_at_once;
+        uint64_t memcpy_at_once_p50;
         uint64_t thaw_p50;
 } Result;
 
@@ -120,6 +124,84 @@ static uint64_t memcpy_ns(uint64_t size, unsigned rounds, unsigned idle_msec) {
         munmap(dst, size);
         free(v);
         return r;
+}
+
+typedef struct CopyJob {
+        uint8_t *src, *dst;
+        uint64_t size;
+        pthread_barrier_t *start;
+        uint64_t ns;
+} CopyJob;
+
+static void *copy_job(void *p) {
+        CopyJob *j = p;
+        nsec_t t;
+
+        pthread_barrier_wait(j->start);
+        t = now_nsec(CLOCK_MONOTONIC);
+        memcpy(j->dst, j->src, j->size);
+        __asm__ volatile("" ::"r"(j->dst) : "memory");
+        j->ns = now_nsec(CLOCK_MONOTONIC) - t;
+        return NULL;
+}
+
+/* memcpy_ns() after idle_msec, with n copies of `size` bytes at once,
+ * each between its own buffers on its own thread, the slowest of each
+ * round counted: when the recorder copies several CPUs at once (the
+ * freezing thread and its copy threads) they share the memory bandwidth,
+ * and each CPU's blackout holds its copy at that shared speed. */
+static uint64_t memcpy_at_once_ns(uint64_t size, unsigned n, unsigned rounds, unsigned idle_msec) {
+        CopyJob *jobs = calloc(n, sizeof(CopyJob));
+        pthread_t *threads = calloc(n, sizeof(pthread_t));
+        uint64_t *v = calloc(rounds, sizeof(uint64_t)), r;
+        pthread_barrier_t start;
+
+        ASSERT_TRUE(jobs && threads && v);
+        for (unsigned k = 0; k < n; k++) {
+                jobs[k].src = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                jobs[k].dst = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+                ASSERT_TRUE(jobs[k].src != MAP_FAILED && jobs[k].dst != MAP_FAILED);
+                memset(jobs[k].src, 0x5a, size);
+                jobs[k].size = size;
+                jobs[k].start = &start;
+        }
+        for (unsigned i = 0; i < rounds; i++) {
+                ASSERT_EQ(pthread_barrier_init(&start, NULL, n + 1), 0);
+                for (unsigned k = 0; k < n; k++)
+                        ASSERT_EQ(pthread_create(&threads[k], NULL, copy_job, &jobs[k]), 0);
+                if (idle_msec > 0)
+                        (void) poll(NULL, 0, (int) idle_msec);
+                pthread_barrier_wait(&start);
+                v[i] = 0;
+                for (unsigned k = 0; k < n; k++) {
+                        ASSERT_EQ(pthread_join(threads[k], NULL), 0);
+                        v[i] = MAX(v[i], jobs[k].ns);
+                }
+                pthread_barrier_destroy(&start);
+        }
+        r = pct(v, rounds, 50);
+        for (unsigned k = 0; k < n; k++) {
+                munmap(jobs[k].src, size);
+                munmap(jobs[k].dst, size);
+        }
+        free(jobs);
+        free(threads);
+        free(v);
+        return r;
+}
+
+/* How many CPUs the recorder copies at once, by its rules (daemon/recorder/
+ * freeze.c, recorder.c): one at a time when copying every CPU but the last
+ * fits in FREEZE_SERIAL_BUDGET_NSEC (50 µs, judged here by the memcpy after
+ * idle), else its copy threads (one per online CPU but one, at most 16)
+ * and the freezing thread at once. */
+static unsigned recorder_copies_at_once(unsigned cpus, uint64_t memcpy_idle_ns) {
+        long online = sysconf(_SC_NPROCESSORS_ONLN);
+        unsigned copiers = (unsigned) MIN(MAX(online - 1, 1L), 16L) + 1;
+
+        if ((uint64_t) (cpus - 1) * memcpy_idle_ns <= 50 * NSEC_PER_USEC)
+                return 1;
+        return MIN(cpus, copiers);
 }
 
 static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
@@ -196,6 +278,10 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
         /* The same number of bytes as a CPU's copy (the whole ring). */
         res->memcpy_p50 = memcpy_ns(MAX(res->copied_p50, (uint64_t) 4096), MAX(rounds / 2, 5U), 0);
         res->memcpy_idle_p50 = memcpy_ns(MAX(res->copied_p50, (uint64_t) 4096), MAX(rounds / 2, 5U), BENCH_IDLE_MSEC);
+        res->copies_at_once = recorder_copies_at_once(cpus, res->memcpy_idle_p50);
+        res->memcpy_at_once_p50 = res->copies_at_once == 1 ? res->memcpy_idle_p50
+                                  : memcpy_at_once_ns(MAX(res->copied_p50, (uint64_t) 4096), res->copies_at_once,
+                                                      MAX(rounds / 2, 5U), BENCH_IDLE_MSEC);
 
         recorder_free(rec);
         pt_event_config_done(&ev);
@@ -245,8 +331,9 @@ int main(int argc, char **argv) {
                 return 1;
         }
         printf("| CPUs | ring | trigger→frozen p50 | p99 | blackout/CPU p50 | p99 | copy wait p50 | memcpy same bytes | "
-               "ratio | memcpy after idle | ratio | DISABLE p50 | ENABLE p50 | trigger→all thawed p50 | trace production/CPU |\n"
-               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+               "ratio | memcpy after idle | ratio | copies at once | memcpy after idle, at once | ratio | DISABLE p50 | "
+               "ENABLE p50 | trigger→all thawed p50 | trace production/CPU |\n"
+               "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
         if (jf)
                 fprintf(jf, "[\n");
         for (size_t i = 0; i < n_cases; i++) {
@@ -260,12 +347,14 @@ int main(int argc, char **argv) {
                         return 2;
                 }
                 run(cpus, size, rounds, &r);
-                printf("| %u | %s | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.2f× | %.1f µs | %.2f× | %.1f µs "
-                       "| %.1f µs | %.1f µs | %.0f KiB/s |\n",
+                printf("| %u | %s | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.1f µs | %.2f× | %.1f µs | %.2f× | %u "
+                       "| %.1f µs | %.2f× | %.1f µs | %.1f µs | %.1f µs | %.0f KiB/s |\n",
                        cpus, sz, r.freeze_p50 / 1e3, r.freeze_p99 / 1e3, r.blackout_p50 / 1e3, r.blackout_p99 / 1e3,
                        r.wait_p50 / 1e3, r.memcpy_p50 / 1e3,
                        (double) r.blackout_p50 / (double) MAX(r.memcpy_p50, (uint64_t) 1), r.memcpy_idle_p50 / 1e3,
-                       (double) r.blackout_p50 / (double) MAX(r.memcpy_idle_p50, (uint64_t) 1), r.disable_p50 / 1e3,
+                       (double) r.blackout_p50 / (double) MAX(r.memcpy_idle_p50, (uint64_t) 1), r.copies_at_once,
+                       r.memcpy_at_once_p50 / 1e3,
+                       (double) r.blackout_p50 / (double) MAX(r.memcpy_at_once_p50, (uint64_t) 1), r.disable_p50 / 1e3,
                        r.enable_p50 / 1e3,
                        r.thaw_p50 / 1e3, bench_rate(cpus) / 1024.0);
                 fflush(stdout);
@@ -276,10 +365,12 @@ int main(int argc, char **argv) {
                                 ", \"blackout_p99_ns\": %" PRIu64 ", \"copy_wait_p50_ns\": %" PRIu64
                                 ", \"disable_p50_ns\": %" PRIu64 ", \"enable_p50_ns\": %" PRIu64 ", \"copied_bytes_p50\": %" PRIu64
                                 ", \"memcpy_p50_ns\": %" PRIu64 ", \"memcpy_idle_p50_ns\": %" PRIu64
+                                ", \"copies_at_once\": %u, \"memcpy_at_once_p50_ns\": %" PRIu64
                                 ", \"thaw_p50_ns\": %" PRIu64
                                 ", \"production_bytes_per_sec\": %" PRIu64 "}%s\n",
                                 r.cpus, r.size, r.freeze_p50, r.freeze_p99, r.blackout_p50, r.blackout_p99, r.wait_p50,
-                                r.disable_p50, r.enable_p50, r.copied_p50, r.memcpy_p50, r.memcpy_idle_p50, r.thaw_p50, bench_rate(r.cpus),
+                                r.disable_p50, r.enable_p50, r.copied_p50, r.memcpy_p50, r.memcpy_idle_p50,
+                                r.copies_at_once, r.memcpy_at_once_p50, r.thaw_p50, bench_rate(r.cpus),
                                 i + 1 < n_cases ? "," : "");
         }
         if (jf) {

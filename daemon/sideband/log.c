@@ -57,8 +57,17 @@ struct SidebandLog {
 /* A record's word on who runs on its CPU from its time on: true, with
  * *ret_cpu and *ret, for a CPU-wide context switch or an ITRACE_START. */
 static bool record_running(const void *rec, size_t size, uint64_t time, unsigned *ret_cpu, SidebandRunning *ret) {
+        struct perf_event_header h;
         PerfRecord r;
 
+        /* Every record of a dropped chunk comes here, and parsing them all
+         * was the largest part of the event loop under churn (issue 20):
+         * the header says which ones can tell. */
+        if (size < sizeof h)
+                return false;
+        memcpy(&h, rec, sizeof h);
+        if (h.type != PERF_RECORD_SWITCH_CPU_WIDE && h.type != PERF_RECORD_ITRACE_START)
+                return false;
         if (perf_record_parse(rec, size, PTRACED_SAMPLE_TYPE, true, &r) < 0 || !r.has_sample_id ||
             !(r.sid.sample_type & PERF_SAMPLE_CPU) || r.sid.cpu >= RUNNING_CPUS_MAX)
                 return false;

@@ -7,6 +7,7 @@
 #include "common/basic/message-ids.h"
 #include "common/perf/attr.h"
 #include "common/perf/record.h"
+#include "daemon/manager/fold-refs.h"
 #include "daemon/manager/intake.h"
 #include "daemon/sideband/lifetimes.h"
 
@@ -95,16 +96,6 @@ SidebandIntake *sideband_intake_free(SidebandIntake *in) {
  * all (daemon/sideband/lifetimes.h): under process churn that is nearly
  * every record, and it was most of the event loop's CPU (issue 20). */
 
-/* A record of the model's that a catch-up read from the log: where it is
- * (the log keeps it until the catch-up is over). */
-typedef struct FoldRef {
-        const void *rec;
-        uint64_t time;
-        uint32_t size;
-        uint32_t seq; /* order in the log, for equal times */
-        uint32_t pid; /* read in the first pass: the second touches no record it skips */
-} FoldRef;
-
 /* The list lives in its own mapping, grown with mremap() and unmapped when
  * long (FOLD_REFS_KEEP): a long list from the heap could stay in the heap
  * after free(), held until the next long one. */
@@ -136,6 +127,20 @@ static int fold_ref_cmp(const void *a, const void *b) {
         if (x->time != y->time)
                 return x->time < y->time ? -1 : 1;
         return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+/* In time order: fold_refs_sort() with room to merge (what qsort() would
+ * allocate too), qsort() without. */
+static void refs_sort(SidebandIntake *in) {
+        _cleanup_free_ FoldRef *tmp = NULL;
+
+        if (in->n_refs < 2)
+                return;
+        tmp = malloc(in->n_refs * sizeof(FoldRef));
+        if (tmp)
+                fold_refs_sort(in->refs, tmp, in->n_refs);
+        else
+                qsort(in->refs, in->n_refs, sizeof(FoldRef), fold_ref_cmp);
 }
 
 /* A record of the model's, in time order. Malformed records (never
@@ -217,8 +222,7 @@ static void catch_up(SidebandIntake *in, uint64_t until, uint64_t skip_before) {
                 log_debug_errno(k, "Side-band records not applied to the process model: %m");
         /* The second pass: what the lifetimes do not cover is applied in
          * time order; the rest is never parsed. */
-        if (in->n_refs > 1)
-                qsort(in->refs, in->n_refs, sizeof(FoldRef), fold_ref_cmp);
+        refs_sort(in);
         for (size_t i = 0; i < in->n_refs; i++) {
                 const FoldRef *f = &in->refs[i];
 

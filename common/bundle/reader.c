@@ -422,8 +422,10 @@ static int index_entries(BundleReader *r, char **ret_error) {
                                                  r->limits.max_members);
                 name = archive_entry_pathname(ae);
                 if (!name || !(streq(name, BUNDLE_MANIFEST_NAME) || bundle_member_name_is_valid(name))) {
-                        /* Show the name escaped: it may hold anything. */
-                        char shown[80];
+                        /* Show the name escaped: it may hold anything, or be
+                         * empty (then the loop writes nothing: fuzz-bundle-reader
+                         * found the unterminated buffer). */
+                        char shown[80] = "";
                         size_t j = 0;
                         for (const char *p = name ?: "(none)"; *p && j + 5 < sizeof shown; p++)
                                 j += (size_t) snprintf(shown + j, sizeof shown - j,

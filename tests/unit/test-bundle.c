@@ -412,6 +412,33 @@ static void test_hostile_names_and_types(void) {
                 RawEntry e[] = { { "images", NULL, 0, AE_IFDIR, 0 }, { "manifest.json", mj, strlen(mj), 0, -1 } };
                 expect_open_error(dir, e, 2, EBADMSG, "\"images/\" is not allowed");
         }
+        {
+                /* An empty name (its tar header's name field zeroed): refused,
+                 * the message naming it "" (fuzz-bundle-reader found the name's
+                 * escaped copy left unterminated). */
+                _cleanup_(bundle_reader_freep) BundleReader *r = NULL;
+                _cleanup_free_ char *path = NULL, *error = NULL;
+                RawEntry e[] = { { "x", "abc", 3, 0, -1 }, { "manifest.json", mj, strlen(mj), 0, -1 } };
+                uint8_t h[512];
+                unsigned sum = 0;
+                int fd;
+
+                ASSERT_TRUE(asprintf(&path, "%s/empty-name.tar", dir) > 0);
+                write_raw_tar(path, e, 2);
+                fd = open(path, O_RDWR | O_CLOEXEC);
+                ASSERT_TRUE(fd >= 0);
+                ASSERT_EQ(pread(fd, h, sizeof h, 0), (ssize_t) sizeof h);
+                memset(h, 0, 100);       /* the name */
+                memset(h + 148, ' ', 8); /* the checksum counts itself as spaces */
+                for (size_t i = 0; i < sizeof h; i++)
+                        sum += h[i];
+                snprintf((char *) h + 148, 8, "%06o", sum); /* six digits and a NUL, then the space */
+                ASSERT_EQ(pwrite(fd, h, sizeof h, 0), (ssize_t) sizeof h);
+                close(fd);
+                ASSERT_ERROR(bundle_reader_open(path, NULL, &r, &error), EBADMSG);
+                ASSERT_CONTAINS(error, "is not allowed");
+                printf("  refused as expected: %s\n", error);
+        }
         /* Nothing was created by any of that. */
         ASSERT_TRUE(access("/etc/passwd", F_OK) == 0);
         {

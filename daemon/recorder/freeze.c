@@ -116,6 +116,12 @@ static bool freeze_serial(Recorder *r) {
         return kib / n * (n - 1) * ps_per_kib / 1000 <= FREEZE_SERIAL_BUDGET_NSEC;
 }
 
+unsigned recorder_copies_at_once(Recorder *r) {
+        if (freeze_serial(r))
+                return 1;
+        return MAX(MIN(recorder_n_recording(r), r->n_threads + 1), 1U);
+}
+
 /* Called with r->lock held, when a copy, or the freezing thread's share of
  * the work, is done. */
 static void copy_done_locked(Recorder *r) {

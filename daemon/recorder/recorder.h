@@ -197,6 +197,11 @@ const char *recorder_addr_filter(const Recorder *r);
 size_t recorder_n_cpus(Recorder *r); /* slots, online or not */
 int recorder_cpu_info(Recorder *r, size_t i, RecorderCpuInfo *ret);
 unsigned recorder_n_recording(Recorder *r);
+/* How many CPUs a freeze now would copy at once: one when it would copy
+ * each in turn (the copy speed seen so far fits every CPU but the last in
+ * the serial budget), else its copy threads and the freezing thread. For
+ * benchmarks that compare the blackout with as many plain copies. */
+unsigned recorder_copies_at_once(Recorder *r);
 /* For tests: the AUX size of the rings now (the manager keeps its own,
  * daemon/manager/lookback.h). */
 uint64_t recorder_aux_size(Recorder *r);

@@ -40,7 +40,6 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sys/mman.h>
-#include <unistd.h>
 
 #include "common/basic/parse-util.h"
 #include "common/pt/event-config.h"
@@ -190,20 +189,6 @@ static uint64_t memcpy_at_once_ns(uint64_t size, unsigned n, unsigned rounds, un
         return r;
 }
 
-/* How many CPUs the recorder copies at once, by its rules (daemon/recorder/
- * freeze.c, recorder.c): one at a time when copying every CPU but the last
- * fits in FREEZE_SERIAL_BUDGET_NSEC (50 µs, judged here by the memcpy after
- * idle), else its copy threads (one per online CPU but one, at most 16)
- * and the freezing thread at once. */
-static unsigned recorder_copies_at_once(unsigned cpus, uint64_t memcpy_idle_ns) {
-        long online = sysconf(_SC_NPROCESSORS_ONLN);
-        unsigned copiers = (unsigned) MIN(MAX(online - 1, 1L), 16L) + 1;
-
-        if ((uint64_t) (cpus - 1) * memcpy_idle_ns <= 50 * NSEC_PER_USEC)
-                return 1;
-        return MIN(cpus, copiers);
-}
-
 static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
         PmuBackend *b = bench_backend_new(cpus);
         Pmu *pmu = NULL;
@@ -278,7 +263,7 @@ static void run(unsigned cpus, uint64_t size, unsigned rounds, Result *res) {
         /* The same number of bytes as a CPU's copy (the whole ring). */
         res->memcpy_p50 = memcpy_ns(MAX(res->copied_p50, (uint64_t) 4096), MAX(rounds / 2, 5U), 0);
         res->memcpy_idle_p50 = memcpy_ns(MAX(res->copied_p50, (uint64_t) 4096), MAX(rounds / 2, 5U), BENCH_IDLE_MSEC);
-        res->copies_at_once = recorder_copies_at_once(cpus, res->memcpy_idle_p50);
+        res->copies_at_once = recorder_copies_at_once(rec);
         res->memcpy_at_once_p50 = res->copies_at_once == 1 ? res->memcpy_idle_p50
                                   : memcpy_at_once_ns(MAX(res->copied_p50, (uint64_t) 4096), res->copies_at_once,
                                                       MAX(rounds / 2, 5U), BENCH_IDLE_MSEC);
